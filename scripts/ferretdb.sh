@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds FerretDB v1.24.2 from the Go module proxy (once, cached under .cache/) and starts it on the
+# local PostgreSQL. Used by .ci/run and by anyone without a MongoDB server. Prints the MONGODB_URI.
+#
+#   scripts/ferretdb.sh start   build if needed, start if not running, wait until it answers
+#   scripts/ferretdb.sh stop    stop the instance this script started
+#   scripts/ferretdb.sh build   only build
+#
+# Environment: FERRETDB_PORT (27017), FERRETDB_PG_URL (postgres://root@127.0.0.1:5432/ferretdb).
+set -euo pipefail
+
+VERSION=v1.24.2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE="$ROOT/.cache/ferretdb"
+BIN="$CACHE/bin/ferretdb-$VERSION"
+PORT=${FERRETDB_PORT:-27017}
+PG_URL=${FERRETDB_PG_URL:-postgres://root@127.0.0.1:5432/ferretdb}
+PIDFILE="$CACHE/ferretdb-$PORT.pid"
+LOG="$CACHE/ferretdb-$PORT.log"
+
+build() {
+  [ -x "$BIN" ] && return 0
+  command -v go >/dev/null || { echo "ferretdb.sh: Go is required to build FerretDB" >&2; exit 1; }
+  mkdir -p "$CACHE/bin"
+  echo "ferretdb.sh: building FerretDB $VERSION (first run only, takes a few minutes)" >&2
+  local dir src
+  dir=$(go mod download -json "github.com/FerretDB/FerretDB@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$dir" ] || { echo "ferretdb.sh: go mod download gave no directory" >&2; exit 1; }
+  src="$CACHE/src"
+  rm -rf "$src"; cp -r "$dir" "$src"; chmod -R u+w "$src"
+  # The module does not ship build/version/version.txt, and the binary panics without it (FerretDB#2982).
+  echo "$VERSION" > "$src/build/version/version.txt"
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$BIN" ./cmd/ferretdb)
+  rm -rf "$src"
+}
+
+running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+
+start() {
+  build
+  if running; then echo "mongodb://127.0.0.1:$PORT/"; return 0; fi
+  local db=${PG_URL##*/}; db=${db%%\?*}
+  if ! psql "${PG_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1; then
+    createdb -h 127.0.0.1 -U root "$db" 2>/dev/null || psql "${PG_URL%/*}/postgres" -c "create database \"$db\"" >/dev/null
+  fi
+  nohup "$BIN" --handler=postgresql --postgresql-url="$PG_URL" --listen-addr="127.0.0.1:$PORT" \
+    --telemetry=disable --debug-addr=- --state-dir=- --log-level=warn >"$LOG" 2>&1 &
+  echo $! > "$PIDFILE"
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then echo "mongodb://127.0.0.1:$PORT/"; return 0; fi
+    running || break
+    sleep 0.2
+  done
+  echo "ferretdb.sh: FerretDB did not start; log follows" >&2; cat "$LOG" >&2; exit 1
+}
+
+stop() { if running; then kill "$(cat "$PIDFILE")"; fi; rm -f "$PIDFILE"; }
+
+case "${1:-start}" in
+  build) build ;;
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 [build|start|stop]" >&2; exit 2 ;;
+esac

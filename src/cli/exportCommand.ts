@@ -1,0 +1,64 @@
+/** `cli export`: a scripted export over the REST API, streamed to a file or stdout, progress on stderr. */
+import { createWriteStream } from 'node:fs';
+import { Readable, Transform, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+
+export interface ExportOptions {
+  url: string;
+  key: string;
+  format: string | undefined;
+  out: string | undefined;
+  filters: Record<string, string | undefined>;
+  json: boolean;
+  quiet: boolean;
+}
+
+export interface ExportSummary extends Record<string, unknown> {
+  format: string;
+  bytes: number;
+  out: string | null;
+}
+
+export async function runExport(options: ExportOptions): Promise<ExportSummary> {
+  if (options.json && !options.out) {
+    // stdout carries the one JSON object; the export itself needs a file.
+    throw new Error('--json needs --out FILE');
+  }
+  const format = options.format ?? 'json';
+  const url = new URL('/v1/events/export', options.url);
+  url.searchParams.set('format', format);
+  for (const [name, value] of Object.entries(options.filters)) if (value !== undefined) url.searchParams.set(name, value);
+
+  const response = await fetch(url, { headers: { Authorization: `Bearer ${options.key}` } });
+  if (!response.ok || !response.body) {
+    const text = await response.text();
+    let message = text;
+    try {
+      message = (JSON.parse(text) as { message?: string }).message ?? text;
+    } catch {
+      // not JSON: show the text as it came
+    }
+    throw new Error(`Export failed: HTTP ${response.status} ${message}`);
+  }
+
+  let bytes = 0;
+  let lastReport = 0;
+  const report = (final: boolean) => {
+    const now = Date.now();
+    if (!final && now - lastReport < 500) return;
+    lastReport = now;
+    process.stderr.write(`\rexported ${(bytes / 1e6).toFixed(1)} MB${final ? '\n' : ''}`);
+  };
+  const progress = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      bytes += chunk.length;
+      if (!options.quiet) report(false);
+      done(null, chunk);
+    },
+  });
+  const sink: Writable = options.out ? createWriteStream(options.out) : process.stdout;
+  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), progress, sink, { end: Boolean(options.out) });
+  if (!options.quiet) report(true);
+  return { format, bytes, out: options.out ?? null };
+}

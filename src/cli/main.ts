@@ -1,0 +1,180 @@
+/**
+ * The admin command line: `npm run cli -- <command>`. With --json every command prints exactly one
+ * JSON object on stdout; without it, a short human-readable answer. Errors go to stderr, exit code 1.
+ */
+import { parseArgs } from 'node:util';
+import { loadConfig, PLANS, type Plan } from '../config/env';
+import { connectDatabase, type Database } from '../db/connect';
+import { systemClock } from '../domain/time';
+import { createLogger } from '../logger';
+import { createServices, type Services } from '../services/container';
+import { runExport } from './exportCommand';
+
+const USAGE = `Usage: npm run cli -- <command> [options] [--json]
+
+  org create --name NAME [--plan free|pro|enterprise] [--monthly-cap N]
+  org list
+  key create --org ORG_ID --name NAME      prints the key once; store it now
+  key list --org ORG_ID
+  key revoke KEY_ID
+  export --url URL --key KEY [--format json|csv] [--actor-id ID] [--action A] [--resource-type T]
+         [--resource-id ID] [--organization-id ORG] [--start-date D] [--end-date D] [--out FILE]
+
+The database is MONGODB_URI, or the embedded one under DATA_DIR (as for npm start).`;
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  name: { type: 'string' },
+  plan: { type: 'string' },
+  'monthly-cap': { type: 'string' },
+  org: { type: 'string' },
+  url: { type: 'string' },
+  key: { type: 'string' },
+  format: { type: 'string' },
+  out: { type: 'string' },
+  'actor-id': { type: 'string' },
+  action: { type: 'string' },
+  'resource-type': { type: 'string' },
+  'resource-id': { type: 'string' },
+  'organization-id': { type: 'string' },
+  'start-date': { type: 'string' },
+  'end-date': { type: 'string' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+function need(values: Values, name: 'name' | 'org' | 'url' | 'key'): string {
+  const value = values[name];
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function parsePlan(value: string | undefined): Plan {
+  if (value === undefined) return 'free';
+  if (!(PLANS as readonly string[]).includes(value)) throw new UsageError(`--plan must be one of ${PLANS.join(', ')}`);
+  return value as Plan;
+}
+
+function parseCap(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  if (!/^\d+$/.test(value)) throw new UsageError('--monthly-cap must be a whole number');
+  return Number(value);
+}
+
+type Output = { json: Record<string, unknown>; text: string };
+
+async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
+  let database: Database | undefined;
+  try {
+    database = await connectDatabase(config, log);
+    return await run(await createServices(database.db, config, systemClock, log));
+  } finally {
+    await database?.close();
+  }
+}
+
+async function dispatch(words: string[], values: Values): Promise<Output> {
+  const [group, verb, arg] = words;
+  const command = `${group ?? ''} ${verb ?? ''}`.trim();
+  switch (command) {
+    case 'org create': {
+      const name = need(values, 'name');
+      const plan = parsePlan(values.plan);
+      const monthlyCap = parseCap(values['monthly-cap']);
+      return withServices(async (s) => {
+        const view = s.orgs.view(await s.orgs.create({ name, plan, monthlyCap }, s.clock.now()));
+        const json = { id: view.id, name: view.name, plan: view.plan, monthly_cap: view.monthly_cap };
+        return { json, text: `Created organization ${view.id} (${view.name}, ${view.plan}, cap ${view.monthly_cap}/month)` };
+      });
+    }
+    case 'org list':
+      return withServices(async (s) => {
+        const orgs = (await s.orgs.list()).map((org) => s.orgs.view(org));
+        return { json: { organizations: orgs }, text: orgs.map((o) => `${o.id}\t${o.name}\t${o.plan}\t${o.monthly_cap}`).join('\n') || 'No organizations.' };
+      });
+    case 'key create': {
+      const orgId = need(values, 'org');
+      const name = need(values, 'name');
+      return withServices(async (s) => {
+        if (!(await s.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
+        const { doc, key } = await s.apiKeys.create(orgId, name, s.clock.now());
+        const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id };
+        return { json, text: `Created API key ${doc.key_id} for ${orgId}. It is shown only now:\n${key}` };
+      });
+    }
+    case 'key list': {
+      const orgId = need(values, 'org');
+      return withServices(async (s) => {
+        const keys = (await s.apiKeys.listForOrg(orgId)).map((k) => s.apiKeys.view(k));
+        const text = keys.map((k) => `${k.id}\t${k.name}\t${k.prefix}…${k.last4}\t${k.status}\tlast used ${k.last_used_at ?? 'never'}`).join('\n');
+        return { json: { keys }, text: text || 'No keys.' };
+      });
+    }
+    case 'key revoke': {
+      if (!arg) throw new UsageError('key revoke needs the KEY_ID');
+      return withServices(async (s) => {
+        const doc = await s.apiKeys.revoke(arg, s.clock.now());
+        if (!doc) throw new UsageError(`No API key ${arg}`);
+        const view = s.apiKeys.view(doc);
+        return { json: { id: view.id, status: view.status, revoked_at: view.revoked_at }, text: `Revoked ${view.id}` };
+      });
+    }
+    default:
+      if (group === 'export') {
+        const summary = await runExport({
+          url: need(values, 'url'),
+          key: need(values, 'key'),
+          format: values.format,
+          out: values.out,
+          quiet: false,
+          filters: {
+            actor_id: values['actor-id'],
+            action: values.action,
+            resource_type: values['resource-type'],
+            resource_id: values['resource-id'],
+            organization_id: values['organization-id'],
+            start_date: values['start-date'],
+            end_date: values['end-date'],
+          },
+          json: Boolean(values.json),
+        });
+        return { json: summary, text: summary.out ? `Wrote ${summary.bytes} bytes to ${summary.out}` : '' };
+      }
+      throw new UsageError(command ? `Unknown command: ${command}` : 'No command given');
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(`${USAGE}\n`);
+    return positionals.length === 0 && !values.help ? 2 : 0;
+  }
+  try {
+    const output = await dispatch(positionals, values);
+    if (values.json) process.stdout.write(`${JSON.stringify(output.json)}\n`);
+    else if (output.text) process.stdout.write(`${output.text}\n`);
+    return 0;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (values.json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    process.stderr.write(`${message}${error instanceof UsageError ? `\n\n${USAGE}` : ''}\n`);
+    return error instanceof UsageError ? 2 : 1;
+  }
+}
+
+main(process.argv.slice(2)).then((code) => process.exit(code));

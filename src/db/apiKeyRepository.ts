@@ -1,0 +1,81 @@
+/** API keys: only the SHA-256 of a key is stored; the key itself exists once, in the creation answer. */
+import { generateApiKey, hashApiKey, newPublicId } from '../domain/apiKey';
+import type { ApiKeyDoc } from './documents';
+import type { Collections } from './database';
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  organization_id: string;
+  prefix: string;
+  last4: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  status: 'active' | 'revoked';
+}
+
+/** Last-used time is written at most this often per key, so reads do not turn into writes. */
+export const LAST_USED_GRANULARITY_MS = 5 * 60_000;
+
+export class ApiKeyRepository {
+  constructor(private readonly c: Collections) {}
+
+  view(doc: ApiKeyDoc): ApiKeyView {
+    return {
+      id: doc.key_id,
+      name: doc.name,
+      organization_id: doc.org_id,
+      prefix: doc.prefix,
+      last4: doc.last4,
+      created_at: doc.created_at.toISOString(),
+      last_used_at: doc.last_used_at?.toISOString() ?? null,
+      revoked_at: doc.revoked_at?.toISOString() ?? null,
+      status: doc.revoked_at ? 'revoked' : 'active',
+    };
+  }
+
+  async create(orgId: string, name: string, now: Date): Promise<{ doc: ApiKeyDoc; key: string }> {
+    const generated = generateApiKey();
+    const doc: ApiKeyDoc = {
+      _id: generated.hash,
+      key_id: newPublicId('key'),
+      org_id: orgId,
+      name,
+      prefix: generated.prefix,
+      last4: generated.last4,
+      created_at: now,
+      revoked_at: null,
+      last_used_at: null,
+    };
+    await this.c.apiKeys.insertOne(doc);
+    return { doc, key: generated.key };
+  }
+
+  /** The active key with this secret, or null for an unknown or revoked one. */
+  async findActive(key: string): Promise<ApiKeyDoc | null> {
+    return this.c.apiKeys.findOne({ _id: hashApiKey(key), revoked_at: null });
+  }
+
+  async listForOrg(orgId: string): Promise<ApiKeyDoc[]> {
+    return this.c.apiKeys.find({ org_id: orgId }).sort({ created_at: 1, key_id: 1 }).toArray();
+  }
+
+  /** Revokes a key; returns it, or null when no key has that id. Revoking twice keeps the first time. */
+  async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
+    await this.c.apiKeys.updateOne({ key_id: keyId, revoked_at: null }, { $set: { revoked_at: now } });
+    return this.c.apiKeys.findOne({ key_id: keyId });
+  }
+
+  /** Records use coarsely: only when the stored time is older than the granularity. */
+  async touch(doc: ApiKeyDoc, now: Date): Promise<void> {
+    if (doc.last_used_at && now.getTime() - doc.last_used_at.getTime() < LAST_USED_GRANULARITY_MS) return;
+    await this.c.apiKeys.updateOne(
+      {
+        _id: doc._id,
+        $or: [{ last_used_at: null }, { last_used_at: { $lt: new Date(now.getTime() - LAST_USED_GRANULARITY_MS) } }],
+      },
+      { $set: { last_used_at: now } },
+    );
+  }
+}

@@ -1,0 +1,86 @@
+/** Stored document shapes and the mapping from a stored event to its API form. */
+import type { Plan } from '../config/env';
+import type { TEvent } from '../domain/event';
+
+export interface EventDoc {
+  /** UUIDv7 as text: sorts by creation time and compares the same on MongoDB and FerretDB. */
+  _id: string;
+  /** The organization that owns the event: always the API key's, whatever organization_id says. */
+  tenant: string;
+  /** Per-tenant gapless sequence number, claimed through a unique index; the ledger's order. */
+  seq: number;
+  /** UTC month of receipt (`YYYY-MM`) and the event's position within it: the monthly cap's count. */
+  month: string;
+  month_seq: number;
+  ts: Date;
+  received_at: Date;
+  actor_id: string;
+  actor_name: string | null;
+  actor_email: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  resource_name: string | null;
+  /**
+   * Metadata as JSON text. FerretDB rejects keys with `.` or a leading `$` and nested arrays, and
+   * MongoDB restricts such keys too; text keeps any JSON object exactly on both.
+   */
+  metadata: string;
+  organization_id: string;
+  api_key_id: string;
+}
+
+export interface OrgDoc {
+  _id: string;
+  name: string;
+  plan: Plan;
+  /** Overrides the plan's cap when set. */
+  monthly_cap: number | null;
+  created_at: Date;
+}
+
+export interface ApiKeyDoc {
+  /** SHA-256 of the key: lookups by `_id` are the one query every request makes. */
+  _id: string;
+  key_id: string;
+  org_id: string;
+  name: string;
+  prefix: string;
+  last4: string;
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** The API form of a stored event (interface.md §2.1); absent optional fields are null. */
+export function toEvent(doc: EventDoc): TEvent {
+  return {
+    id: doc._id,
+    timestamp: doc.ts.toISOString(),
+    actor_id: doc.actor_id,
+    actor_name: doc.actor_name,
+    actor_email: doc.actor_email,
+    action: doc.action,
+    resource_type: doc.resource_type,
+    resource_id: doc.resource_id,
+    resource_name: doc.resource_name,
+    metadata: JSON.parse(doc.metadata) as Record<string, unknown>,
+    organization_id: doc.organization_id,
+    api_key_id: doc.api_key_id,
+  };
+}
+
+/**
+ * The same event as JSON text, written without parsing the stored metadata back: the export's hot
+ * loop. Key order and content match `JSON.stringify(toEvent(doc))`, which a test checks.
+ */
+export function toEventJson(doc: EventDoc): string {
+  const s = JSON.stringify;
+  return (
+    `{"id":${s(doc._id)},"timestamp":${s(doc.ts.toISOString())},"actor_id":${s(doc.actor_id)},` +
+    `"actor_name":${s(doc.actor_name)},"actor_email":${s(doc.actor_email)},"action":${s(doc.action)},` +
+    `"resource_type":${s(doc.resource_type)},"resource_id":${s(doc.resource_id)},` +
+    `"resource_name":${s(doc.resource_name)},"metadata":${doc.metadata},` +
+    `"organization_id":${s(doc.organization_id)},"api_key_id":${s(doc.api_key_id)}}`
+  );
+}

@@ -1,0 +1,66 @@
+/**
+ * Reads one organization's events. The tenant is fixed at construction and added to every query here,
+ * so no method can be called in a way that reaches another organization's data.
+ */
+import type { Filter, FindCursor } from 'mongodb';
+import type { CursorPosition } from '../domain/cursor';
+import type { EventDoc } from './documents';
+import type { Collections } from './database';
+
+/** Filters after parsing: range bounds are instants, both inclusive. */
+export interface EventQuery {
+  actor_id?: string | undefined;
+  action?: string | undefined;
+  resource_type?: string | undefined;
+  resource_id?: string | undefined;
+  organization_id?: string | undefined;
+  start?: Date | undefined;
+  end?: Date | undefined;
+}
+
+const NEWEST_FIRST = { ts: -1, _id: -1 } as const;
+
+export class EventReader {
+  constructor(
+    private readonly c: Collections,
+    readonly tenant: string,
+  ) {}
+
+  /** Builds the filter; values are plain strings and Dates, never client-supplied objects. */
+  private filter(query: EventQuery, after?: CursorPosition): Filter<EventDoc> {
+    const filter: Filter<EventDoc> = { tenant: this.tenant };
+    for (const field of ['actor_id', 'action', 'resource_type', 'resource_id', 'organization_id'] as const) {
+      const value = query[field];
+      if (value !== undefined) filter[field] = value;
+    }
+    if (query.start || query.end) {
+      filter.ts = { ...(query.start && { $gte: query.start }), ...(query.end && { $lte: query.end }) };
+    }
+    if (after) {
+      // Strictly after (ts, _id) in newest-first order: one key, so equal timestamps are not skipped.
+      filter.$or = [{ ts: { $lt: after.timestamp } }, { ts: after.timestamp, _id: { $lt: after.id } }];
+    }
+    return filter;
+  }
+
+  async get(id: string): Promise<EventDoc | null> {
+    return this.c.events.findOne({ _id: id, tenant: this.tenant });
+  }
+
+  /** One page, newest first; fetches one extra row to know whether there is more. */
+  async page(query: EventQuery, limit: number, after?: CursorPosition): Promise<{ rows: EventDoc[]; hasMore: boolean }> {
+    const rows = await this.c.events
+      .find(this.filter(query, after))
+      .sort(NEWEST_FIRST)
+      .limit(limit + 1)
+      .toArray();
+    const hasMore = rows.length > limit;
+    if (hasMore) rows.pop();
+    return { rows, hasMore };
+  }
+
+  /** Every matching event, newest first, as a database cursor for streaming. */
+  stream(query: EventQuery): FindCursor<EventDoc> {
+    return this.c.events.find(this.filter(query)).sort(NEWEST_FIRST).batchSize(1000);
+  }
+}

@@ -1,0 +1,49 @@
+/** Organizations: created by operators through the CLI; their plan decides the monthly cap. */
+import type { Config, Plan } from '../config/env';
+import { newPublicId } from '../domain/apiKey';
+import type { OrgDoc } from './documents';
+import type { Collections } from './database';
+
+export interface OrgView {
+  id: string;
+  name: string;
+  plan: Plan;
+  monthly_cap: number;
+  created_at: string;
+}
+
+export class OrgRepository {
+  constructor(
+    private readonly c: Collections,
+    private readonly planCaps: Config['planCaps'],
+  ) {}
+
+  /** The cap in force: the organization's own when set, else its plan's. */
+  capOf(org: Pick<OrgDoc, 'plan' | 'monthly_cap'>): number {
+    return org.monthly_cap ?? this.planCaps[org.plan];
+  }
+
+  view(org: OrgDoc): OrgView {
+    return { id: org._id, name: org.name, plan: org.plan, monthly_cap: this.capOf(org), created_at: org.created_at.toISOString() };
+  }
+
+  async create(input: { name: string; plan: Plan; monthlyCap: number | null }, now: Date): Promise<OrgDoc> {
+    const org: OrgDoc = { _id: newPublicId('org'), name: input.name, plan: input.plan, monthly_cap: input.monthlyCap, created_at: now };
+    await this.c.orgs.insertOne(org);
+    return org;
+  }
+
+  async get(id: string): Promise<OrgDoc | null> {
+    return this.c.orgs.findOne({ _id: id });
+  }
+
+  async list(): Promise<OrgDoc[]> {
+    return this.c.orgs.find({}).sort({ created_at: 1, _id: 1 }).toArray();
+  }
+
+  /** Caps of several organizations in one query: the group-commit writer asks once per batch. */
+  async caps(ids: readonly string[]): Promise<Map<string, number>> {
+    const orgs = await this.c.orgs.find({ _id: { $in: [...ids] } }, { projection: { plan: 1, monthly_cap: 1 } }).toArray();
+    return new Map(orgs.map((org) => [org._id, this.capOf(org)]));
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * API key format and hashing. A key is `alk_` followed by 43 base64url characters (256 random bits).
+ * Only its SHA-256 is stored: the key is high-entropy, so a slow password hash would add latency to
+ * every request without adding safety. The prefix makes leaked keys easy to recognize by scanners.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+export const API_KEY_PREFIX = 'alk_';
+const KEY_PATTERN = /^alk_[A-Za-z0-9_-]{43}$/;
+
+export interface GeneratedApiKey {
+  /** The secret, shown once. */
+  key: string;
+  hash: string;
+  /** What a person sees to recognize the key later: its start and its last four characters. */
+  prefix: string;
+  last4: string;
+}
+
+export function generateApiKey(): GeneratedApiKey {
+  const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, 8), last4: key.slice(-4) };
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** Cheap shape check so malformed tokens never reach the database. */
+export function looksLikeApiKey(token: string): boolean {
+  return KEY_PATTERN.test(token);
+}
+
+/** Public identifiers: short, random, prefixed by what they name. */
+export function newPublicId(prefix: 'org' | 'key'): string {
+  return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}

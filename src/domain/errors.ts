@@ -1,0 +1,76 @@
+/**
+ * The one error type of the service. Domain and service code throw `AppError(code, message)`;
+ * `http/errorBody.ts` (REST) and `trpc/init.ts` (tRPC) turn it into a response through the table below,
+ * so a code's HTTP status is decided in exactly one place.
+ */
+export const ERROR_CODES = {
+  MISSING_REQUIRED_FIELDS: { status: 400, trpc: 'BAD_REQUEST' },
+  VALIDATION_FAILED: { status: 400, trpc: 'BAD_REQUEST' },
+  MALFORMED_JSON: { status: 400, trpc: 'PARSE_ERROR' },
+  INVALID_CURSOR: { status: 400, trpc: 'BAD_REQUEST' },
+  MISSING_AUTHORIZATION: { status: 401, trpc: 'UNAUTHORIZED' },
+  INVALID_API_KEY: { status: 401, trpc: 'UNAUTHORIZED' },
+  NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
+  EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
+  METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
+  PAYLOAD_TOO_LARGE: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
+  MONTHLY_LIMIT_REACHED: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
+  INTERNAL_ERROR: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
+  SERVICE_UNAVAILABLE: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The spec's fixed texts (interface.md §7); clients match on them, so they live in one place. */
+export const MESSAGES = {
+  missingRequiredFields: 'Missing required fields',
+  missingAuthorizationHeader: 'Missing or invalid authorization header',
+  invalidApiKey: 'Invalid API key',
+  missingOrInvalidApiKey: 'Missing or invalid API key',
+  eventNotFound: 'Event not found',
+  monthlyLimitReached: 'Monthly event limit reached',
+  internal: 'Internal server error',
+} as const;
+
+export interface ErrorDetails {
+  /** Offending request fields, as dotted paths (`actor.id`). */
+  fields?: string[];
+}
+
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetails = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}
+
+/** The JSON body of every error response: `{ message, code }` plus the offending fields, never a stack. */
+export interface ErrorBody {
+  message: string;
+  code: ErrorCode;
+  fields?: string[];
+}
+
+/** Renders an error for a client; anything that is not an AppError becomes a bare 500. */
+export function toErrorBody(error: AppError): ErrorBody {
+  const body: ErrorBody = { message: error.message, code: error.code };
+  if (error.details.fields?.length) body.fields = error.details.fields;
+  return body;
+}
+
+/** Narrows unknown throwables to an AppError, hiding anything unexpected behind the spec's 500 text. */
+export function asAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof Error && error.cause instanceof AppError) return error.cause;
+  return new AppError('INTERNAL_ERROR', MESSAGES.internal, {}, { cause: error });
+}

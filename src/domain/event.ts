@@ -1,0 +1,174 @@
+/**
+ * Event schemas: the single source for validation, TypeScript types, the REST surface and openapi.json.
+ * Field names follow interface.md §2.1 and §4.1 to the letter.
+ */
+import { z } from 'zod';
+import { parseIsoDateTime, parseRangeBound } from './time';
+
+/** The issue message that marks a required field as absent; see `domain/validation.ts`. */
+export const REQUIRED = 'Required';
+
+/** Maximum lengths, documented in the README: identifiers are short, display names may be long. */
+export const LIMITS = { id: 256, name: 1024, email: 320, cursor: 512, bodyBytes: 1024 * 1024 } as const;
+
+const required = (what: string) => ({
+  error: (issue: { input?: unknown }) => (issue.input === undefined ? REQUIRED : `must be ${what}`),
+});
+
+/** A required identifier-like string: absent or empty counts as missing (spec rule 4.1.1). */
+const requiredId = z
+  .string(required('a string'))
+  .min(1, REQUIRED)
+  .max(LIMITS.id, `must be at most ${LIMITS.id} characters`);
+
+/** An optional string; null is accepted as "not given", which is how many clients spell absence. */
+const optionalText = (max: number) =>
+  z
+    .string({ error: 'must be a string' })
+    .max(max, `must be at most ${max} characters`)
+    .nullish();
+
+/**
+ * Metadata: any JSON object, kept exactly. `z.record` would rebuild the object and drop a `__proto__`
+ * key, so the object is checked and passed through as received.
+ */
+export const ZMetadata = z
+  .custom<Record<string, unknown>>(
+    (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+    { error: 'must be a JSON object' },
+  )
+  .meta({ override: { type: 'object', additionalProperties: true } });
+
+const ZEventTimestampInput = z
+  .string({ error: 'must be an ISO 8601 datetime string' })
+  .max(64, 'must be an ISO 8601 datetime')
+  .refine((text) => parseIsoDateTime(text) !== null, {
+    error: 'must be a valid ISO 8601 datetime with a UTC designator or offset, e.g. 2024-01-15T10:30:00.000Z',
+  })
+  .meta({ description: 'ISO 8601 datetime with Z or an offset; stored in UTC with millisecond precision' });
+
+export const ZCreateEventInput = z
+  .strictObject(
+    {
+      actor: z.strictObject(
+        {
+          id: requiredId.meta({ description: 'Identifier of the user who performed the action' }),
+          name: optionalText(LIMITS.name),
+          email: optionalText(LIMITS.email),
+        },
+        required('an object'),
+      ),
+      action: requiredId.meta({ description: 'What happened, in dot notation: invoice.created' }),
+      resource: z.strictObject(
+        {
+          type: requiredId,
+          id: requiredId,
+          name: optionalText(LIMITS.name),
+        },
+        required('an object'),
+      ),
+      metadata: ZMetadata.nullish(),
+      organization_id: optionalText(LIMITS.id).refine((v) => v !== '', 'must not be empty'),
+      timestamp: ZEventTimestampInput.nullish(),
+    },
+    { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : 'Request body must be a JSON object') },
+  )
+  .meta({ id: 'CreateEventInput' });
+export type TCreateEventInput = z.infer<typeof ZCreateEventInput>;
+
+export const ZEvent = z
+  .object({
+    id: z.string().meta({ description: 'UUID (version 7, time-ordered) assigned by the service' }),
+    timestamp: z.string().meta({ description: 'YYYY-MM-DDTHH:mm:ss.sssZ', example: '2024-01-15T10:30:00.000Z' }),
+    actor_id: z.string(),
+    actor_name: z.string().nullable(),
+    actor_email: z.string().nullable(),
+    action: z.string(),
+    resource_type: z.string(),
+    resource_id: z.string(),
+    resource_name: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    organization_id: z.string(),
+    api_key_id: z.string(),
+  })
+  .meta({ id: 'Event' });
+export type TEvent = z.infer<typeof ZEvent>;
+
+export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZEvent });
+export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
+
+const rangeBound = (bound: 'start' | 'end') =>
+  z
+    .string({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime' })
+    .max(64, 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime')
+    .refine((text) => parseRangeBound(text, bound) !== null, {
+      error: 'must be a valid date (YYYY-MM-DD) or ISO 8601 datetime',
+    })
+    .optional();
+
+const filterText = z
+  .string({ error: 'must be a single string' })
+  .min(1, 'must not be empty')
+  .max(LIMITS.id, `must be at most ${LIMITS.id} characters`)
+  .optional();
+
+/** Filters shared by list and export (interface.md §4.3, §4.4). Unknown parameters are refused. */
+export const ZEventFilters = z.strictObject({
+  actor_id: filterText,
+  action: filterText,
+  resource_type: filterText,
+  resource_id: filterText,
+  organization_id: filterText,
+  start_date: rangeBound('start').meta({
+    description: 'Inclusive lower bound: YYYY-MM-DD (start of that UTC day) or an ISO 8601 datetime',
+  }),
+  end_date: rangeBound('end').meta({
+    description: 'Inclusive upper bound: YYYY-MM-DD (includes that whole UTC day) or an ISO 8601 datetime',
+  }),
+});
+export type TEventFilters = z.infer<typeof ZEventFilters>;
+
+export const ZListEventsInput = ZEventFilters.extend({
+  limit: z
+    .number({ error: 'must be an integer from 1 to 1000' })
+    .int('must be an integer from 1 to 1000')
+    .min(1, 'must be an integer from 1 to 1000')
+    .max(1000, 'must be an integer from 1 to 1000')
+    .optional()
+    .meta({ description: 'Page size, 1 to 1000; default 50' }),
+  cursor: z
+    .string({ error: 'must be a single string' })
+    .max(LIMITS.cursor, 'is not a valid cursor')
+    .optional()
+    .meta({ description: 'Opaque next_cursor from the previous page' }),
+});
+export type TListEventsInput = z.infer<typeof ZListEventsInput>;
+
+export const ZListEventsOutput = z
+  .object({ data: z.array(ZEvent), has_more: z.boolean(), next_cursor: z.string().nullable() })
+  .meta({ id: 'EventPage' });
+export type TListEventsOutput = z.infer<typeof ZListEventsOutput>;
+
+export const EXPORT_FORMATS = ['json', 'csv'] as const;
+export const ZExportEventsInput = ZEventFilters.extend({
+  format: z
+    .enum(EXPORT_FORMATS, { error: 'must be json or csv' })
+    .optional()
+    .meta({ description: 'json (default) or csv' }),
+});
+export type TExportEventsInput = z.infer<typeof ZExportEventsInput>;
+
+export const ZGetEventInput = z.object({ id: z.string().max(LIMITS.id) });
+
+/** The spec's CSV columns, in order (interface.md §4.4 rule 3). Metadata is not exported to CSV. */
+export const CSV_COLUMNS = [
+  'id',
+  'timestamp',
+  'actor_id',
+  'actor_name',
+  'action',
+  'resource_type',
+  'resource_id',
+  'resource_name',
+  'organization_id',
+] as const satisfies readonly (keyof TEvent)[];

@@ -1,0 +1,39 @@
+/** Turns zod issues into the service's 400 errors with messages that name the problem. */
+import type { z } from 'zod';
+import { AppError, MESSAGES } from './errors';
+import { REQUIRED } from './event';
+
+type Issue = z.core.$ZodIssue;
+
+function dotted(path: readonly PropertyKey[]): string {
+  return path.map(String).join('.');
+}
+
+function describe(issue: Issue): string {
+  if (issue.code === 'unrecognized_keys') {
+    const where = issue.path.length ? ` in ${dotted(issue.path)}` : '';
+    return `unknown field${issue.keys.length > 1 ? 's' : ''}${where}: ${issue.keys.join(', ')}`;
+  }
+  return issue.path.length ? `${dotted(issue.path)} ${issue.message}` : issue.message;
+}
+
+/**
+ * Missing required fields win over every other problem (interface.md §4.1 rule 1); otherwise the first
+ * few problems are spelled out, each naming its field.
+ */
+export function validationError(issues: readonly Issue[]): AppError {
+  const missing = issues.filter((issue) => issue.message === REQUIRED);
+  if (missing.length) {
+    return new AppError('MISSING_REQUIRED_FIELDS', MESSAGES.missingRequiredFields, {
+      fields: missing.map((issue) => dotted(issue.path)),
+    });
+  }
+  const shown = issues.slice(0, 3).map(describe);
+  const more = issues.length > shown.length ? ` (and ${issues.length - shown.length} more)` : '';
+  const fields = issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => dotted([...issue.path, key])) : [dotted(issue.path)],
+  );
+  return new AppError('VALIDATION_FAILED', `Invalid request: ${shown.join('; ')}${more}`, {
+    fields: fields.filter((field) => field !== ''),
+  });
+}

@@ -1,0 +1,29 @@
+/** /trpc: the same router for TypeScript clients (httpBatchLink, httpBatchStreamLink for export). */
+import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
+import type { Middleware } from 'koa';
+import type { Services } from '../services/container';
+import { createContext } from '../trpc/context';
+import { appRouter } from '../trpc/router';
+import type { AppState } from './appState';
+
+export const TRPC_PREFIX = '/trpc';
+
+export function trpcRoute(services: Services): Middleware<AppState> {
+  return async (ctx, next) => {
+    if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
+    // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404).
+    ctx.respond = false;
+    ctx.status = 200;
+    await nodeHTTPRequestHandler({
+      req: ctx.req,
+      res: ctx.res,
+      path: ctx.path.slice(TRPC_PREFIX.length + 1),
+      router: appRouter,
+      maxBodySize: 1024 * 1024,
+      createContext: ({ req }) => createContext(services, req, ctx.state.requestId),
+      onError: ({ error }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR') ctx.state.log.error({ err: error.cause ?? error }, 'trpc call failed');
+      },
+    });
+  };
+}

@@ -1,0 +1,60 @@
+/** `npm start`: configuration, database, services, HTTP server; stops cleanly on SIGINT and SIGTERM. */
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ConfigError, loadConfig } from './config/env';
+import { connectDatabase, DatabaseStartError } from './db/connect';
+import { systemClock } from './domain/time';
+import { createHttpApp } from './http/app';
+import { createLogger } from './logger';
+import { createServices } from './services/container';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  const database = await connectDatabase(config, log);
+  const services = await createServices(database.db, config, systemClock, log);
+  const { koa } = createHttpApp(services, { defaultMetrics: true });
+
+  const server = createServer(koa.callback());
+  server.listen(config.port, config.host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const url = config.publicUrl ?? `http://localhost:${port}`;
+  log.info({ port, url, embeddedDatabase: database.embedded }, `Audit Ledger listening on ${url} (API reference: ${url}/docs)`);
+
+  if ((await services.orgs.list()).length === 0) {
+    process.stderr.write(
+      [
+        '',
+        'No organization exists yet. Create one and an API key for it:',
+        '  npm run cli -- org create --name "My Company"',
+        '  npm run cli -- key create --org <org id printed above> --name "backend"',
+        'Then record an event:',
+        `  curl -X POST ${url}/v1/events -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
+        `    -d '{"actor":{"id":"user_1"},"action":"invoice.created","resource":{"type":"invoice","id":"inv_1"}}'`,
+        '',
+      ].join('\n'),
+    );
+  }
+
+  const shutdown = async (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    server.close();
+    server.closeIdleConnections();
+    await services.writer.idle();
+    await database.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof DatabaseStartError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`Audit Ledger failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+});

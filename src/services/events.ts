@@ -1,0 +1,90 @@
+/** The event use cases behind every surface: create, get, list and export. */
+import { v7 as uuidv7 } from 'uuid';
+import { decodeCursor, encodeCursor } from '../domain/cursor';
+import { AppError, MESSAGES } from '../domain/errors';
+import type { TCreateEventInput, TCreateEventOutput, TEvent, TEventFilters, TListEventsInput, TListEventsOutput } from '../domain/event';
+import { type Clock, parseIsoDateTime, parseRangeBound } from '../domain/time';
+import type { Collections } from '../db/database';
+import { toEvent, type EventDoc } from '../db/documents';
+import { EventReader, type EventQuery } from '../db/eventReader';
+import type { EventWriter } from '../ingest/eventWriter';
+import type { Principal } from './auth';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const DEFAULT_PAGE_SIZE = 50;
+
+/** Parses the shared filters; the bounds were validated by the schema, the order of the two is checked here. */
+export function toEventQuery(filters: TEventFilters): EventQuery {
+  const start = filters.start_date === undefined ? undefined : (parseRangeBound(filters.start_date, 'start') ?? undefined);
+  const end = filters.end_date === undefined ? undefined : (parseRangeBound(filters.end_date, 'end') ?? undefined);
+  if (start && end && start > end) {
+    throw new AppError('VALIDATION_FAILED', 'Invalid request: start_date must not be after end_date', {
+      fields: ['start_date', 'end_date'],
+    });
+  }
+  return {
+    actor_id: filters.actor_id,
+    action: filters.action,
+    resource_type: filters.resource_type,
+    resource_id: filters.resource_id,
+    organization_id: filters.organization_id,
+    start,
+    end,
+  };
+}
+
+export class EventService {
+  constructor(
+    private readonly c: Collections,
+    private readonly writer: EventWriter,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Events are read through a reader bound to the caller's organization, and no other. */
+  readerFor(principal: Principal): EventReader {
+    return new EventReader(this.c, principal.tenant);
+  }
+
+  async create(principal: Principal, input: TCreateEventInput): Promise<TCreateEventOutput> {
+    const receivedAt = this.clock.now();
+    const timestamp = input.timestamp ? parseIsoDateTime(input.timestamp) : receivedAt;
+    if (!timestamp) throw new AppError('VALIDATION_FAILED', 'Invalid request: timestamp is not a valid ISO 8601 datetime', { fields: ['timestamp'] });
+    const doc = await this.writer.write({
+      _id: uuidv7(),
+      tenant: principal.tenant,
+      ts: timestamp,
+      received_at: receivedAt,
+      actor_id: input.actor.id,
+      actor_name: input.actor.name ?? null,
+      actor_email: input.actor.email ?? null,
+      action: input.action,
+      resource_type: input.resource.type,
+      resource_id: input.resource.id,
+      resource_name: input.resource.name ?? null,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      // Stored and returned as given, but the event stays in the key's tenant (see README, "organization_id").
+      organization_id: input.organization_id ?? principal.tenant,
+      api_key_id: principal.keyId,
+    });
+    return { success: true, event: toEvent(doc) };
+  }
+
+  async get(principal: Principal, id: string): Promise<TEvent> {
+    // Not a UUID cannot exist; answering 404 keeps "malformed" and "someone else's" indistinguishable.
+    const doc = UUID.test(id) ? await this.readerFor(principal).get(id) : null;
+    if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
+    return toEvent(doc);
+  }
+
+  async list(principal: Principal, input: TListEventsInput): Promise<TListEventsOutput> {
+    const query = toEventQuery(input);
+    const after = input.cursor === undefined ? undefined : decodeCursor(input.cursor);
+    const { rows, hasMore } = await this.readerFor(principal).page(query, input.limit ?? DEFAULT_PAGE_SIZE, after);
+    const last: EventDoc | undefined = rows[rows.length - 1];
+    return {
+      data: rows.map(toEvent),
+      has_more: hasMore,
+      next_cursor: hasMore && last ? encodeCursor({ timestamp: last.ts, id: last._id }) : null,
+    };
+  }
+}

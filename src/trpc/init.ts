@@ -1,0 +1,89 @@
+/**
+ * tRPC set-up: the context type, the error mapping and the base procedures. Every error leaving a
+ * procedure is an AppError by the time it reaches a client, whichever surface (REST or /trpc) it uses.
+ */
+import { initTRPC, TRPCError } from '@trpc/server';
+import type { OpenApiMeta } from 'trpc-to-openapi';
+import { ZodError } from 'zod';
+import { AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
+import { validationError } from '../domain/validation';
+import type { AuthResult, Principal } from '../services/auth';
+import type { Services } from '../services/container';
+
+export interface Context {
+  services: Services;
+  auth: AuthResult;
+  requestId: string;
+}
+
+/** For errors that tRPC or the adapter raise themselves, the code of ours with the same status. */
+const FROM_TRPC: Partial<Record<TRPCError['code'], ErrorCode>> = {
+  BAD_REQUEST: 'VALIDATION_FAILED',
+  PARSE_ERROR: 'MALFORMED_JSON',
+  NOT_FOUND: 'NOT_FOUND',
+  METHOD_NOT_SUPPORTED: 'METHOD_NOT_ALLOWED',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/** Any thrown value as the AppError a client may see. */
+export function toClientError(error: unknown): AppError {
+  const cause = error instanceof TRPCError ? error.cause : error;
+  if (cause instanceof ZodError) return validationError(cause.issues);
+  if (cause instanceof AppError) return cause;
+  if (error instanceof TRPCError && error.code !== 'INTERNAL_SERVER_ERROR') {
+    // Raised by tRPC or the REST adapter themselves (unknown route, unreadable body): keep their status.
+    const code = FROM_TRPC[error.code];
+    if (code) return new AppError(code, error.message);
+  }
+  return asAppError(cause);
+}
+
+const t = initTRPC
+  .context<Context>()
+  .meta<OpenApiMeta>()
+  .create({
+    // Never send stacks, whatever NODE_ENV says.
+    isDev: false,
+    errorFormatter({ shape, error }) {
+      const app = toClientError(error);
+      return {
+        message: app.message,
+        code: shape.code,
+        data: { code: ERROR_CODES[app.code].trpc, appCode: app.code, httpStatus: app.status, path: shape.data.path, fields: app.details.fields },
+      };
+    },
+  });
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/**
+ * Re-throws whatever the procedure (including its input parser) threw as a TRPCError whose code gives
+ * the AppError's HTTP status on /trpc, with the AppError as cause for the REST adapter.
+ */
+const mapErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (result.ok) return result;
+  const app = toClientError(result.error);
+  throw new TRPCError({ code: ERROR_CODES[app.code].trpc, message: app.message, cause: app });
+});
+
+export const publicProcedure = t.procedure.use(mapErrors);
+
+/**
+ * Requires an API key. Writes and reads answer with different texts, as the spec's table says:
+ * creation distinguishes a missing header from a bad key, every read says "Missing or invalid API key".
+ */
+export const apiKeyProcedure = publicProcedure.use(({ ctx, type, next }) => {
+  if (ctx.auth.kind !== 'ok') throw authError(ctx.auth.kind, type === 'mutation' ? 'write' : 'read');
+  const principal: Principal = ctx.auth.principal;
+  return next({ ctx: { ...ctx, principal } });
+});
+
+export function authError(found: 'missing' | 'invalid', style: 'write' | 'read'): AppError {
+  if (style === 'read') return new AppError(found === 'missing' ? 'MISSING_AUTHORIZATION' : 'INVALID_API_KEY', MESSAGES.missingOrInvalidApiKey);
+  return found === 'missing'
+    ? new AppError('MISSING_AUTHORIZATION', MESSAGES.missingAuthorizationHeader)
+    : new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey);
+}

@@ -1,0 +1,18 @@
+/** The application router: one definition for /trpc (TypeScript clients) and /v1 (REST, via trpc-to-openapi). */
+import { createEvent } from './events/create';
+import { exportEvents } from './events/export';
+import { getEvent } from './events/get';
+import { listEvents } from './events/list';
+import { router } from './init';
+
+export const appRouter = router({
+  events: router({
+    create: createEvent,
+    get: getEvent,
+    list: listEvents,
+    export: exportEvents,
+  }),
+});
+
+/** Imported (as a type only) by frontends and scripts: `createTRPCClient<AppRouter>(…)`. */
+export type AppRouter = typeof appRouter;
