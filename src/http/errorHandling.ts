@@ -7,6 +7,10 @@ import type { AppState } from './appState';
 function fromHttpError(error: unknown): AppError | null {
   if (!(error instanceof Error) || !('status' in error) || typeof error.status !== 'number') return null;
   if (error.status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MiB limit');
+  if (error instanceof SyntaxError && /prototype property/.test(error.message)) {
+    // co-body parses with secure-json-parse, which refuses keys that poison JavaScript consumers.
+    return new AppError('VALIDATION_FAILED', 'Request body must not contain "__proto__" or "constructor.prototype" keys');
+  }
   if (error instanceof SyntaxError) return new AppError('MALFORMED_JSON', `Request body is not valid JSON: ${error.message}`);
   if (error.status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', error.message);
   if (error.status >= 400 && error.status < 500) {

@@ -1,0 +1,46 @@
+/** Small HTTP helpers over fetch; every test request is a real request to the real server. */
+export interface ApiResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function call<T = any>(
+  url: string,
+  options: { method?: string; key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let body: string | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  const response = await fetch(url, { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON (CSV exports): the text is the body
+  }
+  return { status: response.status, headers: response.headers, body: parsed as T, text };
+}
+
+/** A valid creation body; override any part. */
+export function eventBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    actor: { id: 'user_123', name: 'Jane Admin', email: 'jane@example.com' },
+    action: 'user.role_changed',
+    resource: { type: 'user', id: 'user_456', name: 'John Doe' },
+    metadata: { field: 'role', old_value: 'member', new_value: 'admin' },
+    ...overrides,
+  };
+}
+
+export function query(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) search.set(k, String(v));
+  const s = search.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,85 @@
+/**
+ * Starts the real application on port 0 against the test database server, in a database of its own,
+ * and offers factories for organizations and keys. Tests talk to it over real HTTP.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MongoClient } from 'mongodb';
+import type { Config, Plan } from '../../src/config/env';
+import type { Clock } from '../../src/domain/time';
+import { createHttpApp, type HttpApp } from '../../src/http/app';
+import { createLogger } from '../../src/logger';
+import { createServices, type Services } from '../../src/services/container';
+
+export const DEFAULT_CAPS: Config['planCaps'] = { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 };
+
+export interface TestOrg {
+  id: string;
+  key: string;
+  keyId: string;
+}
+
+export interface TestApp {
+  url: string;
+  dbName: string;
+  services: Services;
+  http: HttpApp;
+  /** A new organization with one active key. */
+  org(options?: { plan?: Plan; monthlyCap?: number | null; name?: string }): Promise<TestOrg>;
+  /** Another key for an existing organization. */
+  key(orgId: string): Promise<{ key: string; keyId: string }>;
+  close(): Promise<void>;
+}
+
+export function mongoUri(): string {
+  const uri = process.env.MONGODB_URI;
+  if (!uri) throw new Error('MONGODB_URI is not set: the jest global set-up should have set it');
+  return uri;
+}
+
+/** A database name no other suite uses. */
+export function uniqueDbName(label: string): string {
+  return `t_${label.replace(/[^a-z0-9]/gi, '').slice(0, 20)}_${randomBytes(4).toString('hex')}`;
+}
+
+export async function startTestApp(options: { label: string; clock?: Clock; planCaps?: Config['planCaps'] }): Promise<TestApp> {
+  const client = new MongoClient(mongoUri());
+  await client.connect();
+  const dbName = uniqueDbName(options.label);
+  const db = client.db(dbName);
+  const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const clock = options.clock ?? { now: () => new Date() };
+  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS }, clock, log);
+  const http = createHttpApp(services);
+  const server: Server = createServer(http.koa.callback());
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+
+  const key: TestApp['key'] = async (orgId) => {
+    const created = await services.apiKeys.create(orgId, 'test key', clock.now());
+    return { key: created.key, keyId: created.doc.key_id };
+  };
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dbName,
+    services,
+    http,
+    async org(o = {}) {
+      const org = await services.orgs.create({ name: o.name ?? 'Test Org', plan: o.plan ?? 'free', monthlyCap: o.monthlyCap ?? null }, clock.now());
+      const k = await key(org._id);
+      return { id: org._id, key: k.key, keyId: k.keyId };
+    },
+    key,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await services.writer.idle();
+      await db.dropDatabase().catch(() => undefined);
+      await client.close();
+    },
+  };
+}
