@@ -5,7 +5,7 @@ import type { AppState } from './appState';
 
 /** Errors raised by Koa middleware (body parsing) carry an HTTP status; give them our codes and texts. */
 function fromHttpError(error: unknown): AppError | null {
-  if (!(error instanceof Error) || !('status' in error) || typeof error.status !== 'number') return null;
+  if (error instanceof AppError || !(error instanceof Error) || !('status' in error) || typeof error.status !== 'number') return null;
   if (error.status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MiB limit');
   if (error instanceof SyntaxError && /prototype property/.test(error.message)) {
     // co-body parses with secure-json-parse, which refuses keys that poison JavaScript consumers.
