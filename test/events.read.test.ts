@@ -94,7 +94,7 @@ describe('GET /v1/events', () => {
     [{ start_date: '2024-03-01T00:00:00.001Z', end_date: '2024-03-01T23:59:59.998Z' }, [], 'milliseconds count'],
     [{ end_date: '2024-02-29' }, ['invoice.deleted'], 'leap day'],
     [{ start_date: '2024-03-01T01:00:00+02:00', end_date: '2024-03-02T01:00:00+01:00' }, ['user.invited', 'invoice.updated', 'invoice.created'], 'offsets'],
-  ])('dates %j', async (params, expected) => {
+  ])('dates %j (%#)', async (params, expected, _why) => {
     expect(await actions(params)).toEqual(expected);
   });
 

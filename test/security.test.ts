@@ -53,7 +53,7 @@ describe('authentication messages', () => {
     ['GET /v1/events/export', () => `${events}/export`],
     ['GET /v1/events/export?format=csv', () => `${events}/export?format=csv`],
   ])('%s answers 401 Missing or invalid API key for a missing and for a bad key', async (_what, url) => {
-    for (const headers of [{}, { authorization: 'Bearer alk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }, { authorization: 'Token x' }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer alk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }, { authorization: 'Token x' }]) {
       const res = await call(url(), { headers });
       expect(res.status).toBe(401);
       expect(res.body.message).toBe('Missing or invalid API key');

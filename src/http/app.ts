@@ -19,7 +19,7 @@ export interface HttpApp {
 }
 
 export function createHttpApp(services: Services, options: { defaultMetrics?: boolean } = {}): HttpApp {
-  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false });
+  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, writer: services.writer.stats });
   const koa = new Koa<AppState>({ proxy: false });
   // Koa's own error printer would write stacks to stderr; errors are logged by errorHandling instead.
   koa.silent = true;

@@ -1,5 +1,6 @@
 /** Prometheus metrics (prom-client), one registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { WriterStats } from '../ingest/eventWriter';
 
 export interface Metrics {
   registry: Registry;
@@ -8,9 +9,16 @@ export interface Metrics {
   exportRows: Counter;
 }
 
-export function createMetrics(options: { defaultMetrics: boolean }): Metrics {
+export function createMetrics(options: { defaultMetrics: boolean; writer: WriterStats }): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  // Read from the group-commit writer when scraped, so the hot path only bumps plain numbers.
+  const { writer } = options;
+  const fromWriter = (name: string, help: string, read: () => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
+  fromWriter('ingest_batches_total', 'Group-commit batches written', () => writer.batches);
+  fromWriter('ingest_events_total', 'Events stored by this process', () => writer.events);
+  fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', () => writer.conflicts);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),

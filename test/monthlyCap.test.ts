@@ -1,0 +1,158 @@
+/**
+ * The monthly cap is exact under concurrency, within one process and across two processes on one
+ * database, and nothing is stored for a 429. The clock is injected to cross a month boundary.
+ */
+import { call, eventBody } from './helpers/api';
+import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
+import { startServerProcess, type ServerProcess } from './helpers/processes';
+
+async function fill(url: string, org: TestOrg, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const res = await call(`${url}/v1/events`, { key: org.key, body: eventBody() });
+    if (res.status !== 201) throw new Error(`fill failed: ${res.status} ${res.text}`);
+  }
+}
+
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  if (!line) throw new Error(`metric ${name} not found`);
+  return Number(line.split(' ')[1]);
+}
+
+function statuses(results: { status: number }[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
+  return counts;
+}
+
+async function expectGapless(app: TestApp, org: TestOrg, count: number): Promise<void> {
+  const docs = await app.services.collections.events.find({ tenant: org.id }, { projection: { seq: 1, month_seq: 1 } }).toArray();
+  expect(docs).toHaveLength(count);
+  expect(docs.map((d) => d.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+}
+
+describe('in one process', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'cap', planCaps: { free: 5, pro: 7, enterprise: 1000 } });
+  });
+  afterAll(() => app.close());
+
+  test('with room for 10 more, 60 concurrent creates give exactly 10 × 201 and 50 × 429', async () => {
+    const org = await app.org({ monthlyCap: 30 });
+    await fill(app.url, org, 20);
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ actor: { id: `racer_${i}` } }) })),
+    );
+    expect(statuses(results)).toEqual({ 201: 10, 429: 50 });
+    for (const r of results.filter((x) => x.status === 429)) {
+      expect(r.body).toEqual({ message: 'Monthly event limit reached', code: 'MONTHLY_LIMIT_REACHED' });
+    }
+    // Exactly the acknowledged events are stored: the 201s' ids, and no event of a 429.
+    const stored = await app.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
+    expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
+    await expectGapless(app, org, 30);
+  });
+
+  test('the plan decides the cap; an organization cap overrides it', async () => {
+    const free = await app.org({ plan: 'free' });
+    await fill(app.url, free, 5);
+    expect((await call(`${app.url}/v1/events`, { key: free.key, body: eventBody() })).status).toBe(429);
+    const pro = await app.org({ plan: 'pro' });
+    await fill(app.url, pro, 7);
+    expect((await call(`${app.url}/v1/events`, { key: pro.key, body: eventBody() })).status).toBe(429);
+    const custom = await app.org({ plan: 'free', monthlyCap: 8 });
+    await fill(app.url, custom, 8);
+    expect((await call(`${app.url}/v1/events`, { key: custom.key, body: eventBody() })).status).toBe(429);
+  });
+
+  test('events an organization_id override sends count against the key organization', async () => {
+    const owner = await app.org({ monthlyCap: 2 });
+    const other = await app.org({ monthlyCap: 2 });
+    await fill(app.url, owner, 1);
+    expect((await call(`${app.url}/v1/events`, { key: owner.key, body: eventBody({ organization_id: other.id }) })).status).toBe(201);
+    expect((await call(`${app.url}/v1/events`, { key: owner.key, body: eventBody({ organization_id: other.id }) })).status).toBe(429);
+    // The named organization's own room is untouched.
+    await fill(app.url, other, 2);
+  });
+
+  test('a second key of the same organization shares its cap', async () => {
+    const org = await app.org({ monthlyCap: 3 });
+    const second = await app.key(org.id);
+    await fill(app.url, org, 2);
+    await fill(app.url, { ...org, key: second.key }, 1);
+    expect((await call(`${app.url}/v1/events`, { key: second.key, body: eventBody() })).status).toBe(429);
+  });
+});
+
+describe('by UTC calendar month of receipt', () => {
+  let now = new Date('2026-01-31T23:59:59.000Z');
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'capmonth', clock: { now: () => now } });
+  });
+  afterAll(() => app.close());
+
+  test('the cap resets when the month turns, and a backdated or future timestamp does not matter', async () => {
+    const org = await app.org({ monthlyCap: 2 });
+    await fill(app.url, org, 2);
+    const refused = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ timestamp: '2026-03-15T00:00:00Z' }) });
+    expect(refused.status).toBe(429);
+    now = new Date('2026-02-01T00:00:00.000Z');
+    const backdated = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ timestamp: '2025-12-01T00:00:00Z' }) });
+    expect(backdated.status).toBe(201);
+    expect(backdated.body.event.timestamp).toBe('2025-12-01T00:00:00.000Z');
+    await fill(app.url, org, 1);
+    expect((await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status).toBe(429);
+    const docs = await app.services.collections.events.find({ tenant: org.id }).sort({ seq: 1 }).toArray();
+    expect(docs.map((d) => [d.seq, d.month, d.month_seq])).toEqual([
+      [1, '2026-01', 1],
+      [2, '2026-01', 2],
+      [3, '2026-02', 1],
+      [4, '2026-02', 2],
+    ]);
+  });
+});
+
+describe('across two server processes on one database', () => {
+  let app: TestApp;
+  let servers: ServerProcess[] = [];
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'captwo' });
+    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await app.close();
+  });
+
+  test('60 concurrent creates split over both: exactly 10 × 201 and 50 × 429, sequence without gaps', async () => {
+    const org = await app.org({ monthlyCap: 30 });
+    const [one, two] = servers as [ServerProcess, ServerProcess];
+    await fill(one.url, org, 10);
+    // Now process one's idea of the newest event is ten events stale: its next batch must lose a race.
+    await fill(two.url, org, 10);
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        call(`${(i % 2 ? one : two).url}/v1/events`, { key: org.key, body: eventBody({ actor: { id: `racer_${i}` } }) }),
+      ),
+    );
+    expect(statuses(results)).toEqual({ 201: 10, 429: 50 });
+    const stored = await app.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
+    expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
+    await expectGapless(app, org, 30);
+    expect(await metric(one.url, 'ingest_sequence_conflicts_total')).toBeGreaterThan(0);
+  });
+
+  test('both processes keep writing one gapless sequence when neither is at the cap', async () => {
+    const org = await app.org({ monthlyCap: 1000 });
+    const [one, two] = servers as [ServerProcess, ServerProcess];
+    const results = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => call(`${(i % 2 ? one : two).url}/v1/events`, { key: org.key, body: eventBody() })),
+    );
+    expect(statuses(results)).toEqual({ 201: 80 });
+    await expectGapless(app, org, 80);
+  });
+});
