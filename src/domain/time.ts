@@ -8,9 +8,6 @@ const DATETIME =
   /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):?(\d{2}))$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-// The instants whose ISO form keeps the four-digit year that every client can parse.
-const MIN_MS = Date.UTC(1, 0, 1);
-const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
@@ -26,6 +23,10 @@ function utcMs(y: number, m: number, d: number, h = 0, mi = 0, s = 0, ms = 0): n
   date.setUTCFullYear(y);
   return date.getTime();
 }
+
+// The instants whose ISO form keeps the four-digit year that every client can parse.
+const MIN_MS = utcMs(1, 1, 1);
+const MAX_MS = utcMs(9999, 12, 31, 23, 59, 59, 999);
 
 /** Parses an ISO 8601 datetime with a UTC designator or offset; null when malformed or impossible. */
 export function parseIsoDateTime(text: string): Date | null {

@@ -58,8 +58,13 @@ export function buildOpenApiDocument(): OpenAPIObject {
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null;
 
-/** Applies the non-200 success statuses and points every error response at the Error schema. */
+/**
+ * Applies the non-200 success statuses, points every error response at the Error schema (dropping the
+ * generator's own error schemas) and lists the 500 that any operation may answer.
+ */
 function normalize(doc: OpenAPIObject): OpenAPIObject {
+  const schemas = doc.components?.schemas ?? {};
+  for (const name of Object.keys(schemas)) if (name.startsWith('error.')) delete schemas[name];
   for (const item of Object.values(doc.paths ?? {}) as Json[]) {
     for (const operation of Object.values(item).filter(isObject)) {
       const responses = operation.responses;
@@ -70,6 +75,7 @@ function normalize(doc: OpenAPIObject): OpenAPIObject {
         responses[String(status)] = responses['200'];
         delete responses['200'];
       }
+      responses['500'] = { description: 'Internal server error' };
       for (const [code, response] of Object.entries(responses)) {
         if (Number(code) >= 400 && isObject(response)) {
           response.content = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
