@@ -36,8 +36,19 @@ build() {
 
 running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
+postgres_up() {
+  pg_isready -q -h 127.0.0.1 -p 5432 && return 0
+  # The machines start PostgreSQL before a session; start it again if it has stopped.
+  if command -v pg_ctlcluster >/dev/null; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+  fi
+  for _ in $(seq 1 50); do pg_isready -q -h 127.0.0.1 -p 5432 && return 0; sleep 0.2; done
+  echo "ferretdb.sh: PostgreSQL is not answering on 127.0.0.1:5432" >&2; exit 1
+}
+
 start() {
   build
+  postgres_up
   if running; then echo "mongodb://127.0.0.1:$PORT/"; return 0; fi
   local db=${PG_URL##*/}; db=${db%%\?*}
   if ! psql "${PG_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1; then

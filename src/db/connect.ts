@@ -22,6 +22,8 @@ export class DatabaseStartError extends Error {
 }
 
 const EMBEDDED_PORT = 27117;
+// Pinned: the data files under DATA_DIR must keep opening after a dependency upgrade.
+const EMBEDDED_VERSION = process.env.MONGOMS_VERSION ?? '7.0.14';
 
 interface EmbeddedInfo {
   uri: string;
@@ -62,6 +64,7 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<{ uri: strin
     const { MongoMemoryServer } = await import('mongodb-memory-server');
     const server = await MongoMemoryServer.create({
       instance: { dbPath, storageEngine: 'wiredTiger', port: EMBEDDED_PORT, ip: '127.0.0.1' },
+      binary: { version: EMBEDDED_VERSION },
     });
     const uri = server.getUri();
     const infoFile = embeddedInfoPath(dataDir);
