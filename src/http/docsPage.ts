@@ -1,8 +1,7 @@
 /** /docs: an API reference page rendered by Swagger UI from /openapi.json, served locally (no CDN). */
 import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Middleware } from 'koa';
-import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import type { AppState } from './appState';
 
 const ASSETS: Record<string, string> = {
@@ -20,7 +19,8 @@ const PAGE = `<!doctype html>
 const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#api', deepLinking: true });`;
 
 export function docsPage(): Middleware<AppState> {
-  const root = getAbsoluteFSPath();
+  // Resolved, not required: requiring swagger-ui-dist would load its 1 MB bundle into the server.
+  const root = dirname(require.resolve('swagger-ui-dist/package.json'));
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     if (ctx.path === '/docs' || ctx.path === '/docs/') {

@@ -18,6 +18,13 @@ export type AuthResult =
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 export class ApiKeyAuthenticator {
+  /**
+   * Lookups in flight, by key: concurrent requests with the same key share one database query
+   * instead of sending one each. Nothing is kept once the query answers, so a revocation is seen by
+   * every request that starts after it.
+   */
+  private readonly inFlight = new Map<string, Promise<ApiKeyDoc | null>>();
+
   constructor(
     private readonly keys: ApiKeyRepository,
     private readonly clock: Clock,
@@ -30,10 +37,19 @@ export class ApiKeyAuthenticator {
     const token = value ? BEARER.exec(value)?.[1] : undefined;
     if (!token) return { kind: 'missing' };
     if (!looksLikeApiKey(token)) return { kind: 'invalid' };
-    const doc = await this.keys.findActive(token);
+    const doc = await this.lookup(token);
     if (!doc) return { kind: 'invalid' };
     this.recordUse(doc);
     return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id } };
+  }
+
+  private lookup(token: string): Promise<ApiKeyDoc | null> {
+    let pending = this.inFlight.get(token);
+    if (!pending) {
+      pending = this.keys.findActive(token).finally(() => this.inFlight.delete(token));
+      this.inFlight.set(token, pending);
+    }
+    return pending;
   }
 
   private recordUse(doc: ApiKeyDoc): void {

@@ -1,0 +1,240 @@
+/**
+ * `npm run bench`: starts the service on a fresh database and measures it with autocannon, next to the
+ * limits it should be read against, measured in the same run on the same machine:
+ *   - a bare Koa hello-world (what Node + Koa + HTTP can do here at all),
+ *   - raw driver insertMany into the same database (what the database can absorb),
+ *   - a raw driver cursor read (what the database can hand out).
+ * Every figure is printed as a ratio to its limit and written to BENCHMARKS.md. Not a test: it asserts nothing.
+ */
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, type as osType, release } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { MongoClient } from 'mongodb';
+import { v7 as uuidv7 } from 'uuid';
+
+const ROOT = join(__dirname, '..');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = 50;
+const BODY = JSON.stringify({
+  actor: { id: 'user_123', name: 'Jane Admin', email: 'jane@example.com' },
+  action: 'user.role_changed',
+  resource: { type: 'user', id: 'user_456', name: 'John Doe' },
+  metadata: { field: 'role', old_value: 'member', new_value: 'admin', ip: '203.0.113.7' },
+});
+
+interface Proc {
+  url: string;
+  child: ChildProcess;
+}
+
+async function startProcess(script: string, env: Record<string, string>): Promise<Proc> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! }); // piped above
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    lines.on('line', (line) => {
+      try {
+        const port = (JSON.parse(line) as { port?: number }).port;
+        if (port) resolve(port);
+      } catch {
+        // not JSON
+      }
+    });
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+async function stop(proc: Proc): Promise<void> {
+  if (proc.child.exitCode !== null) return;
+  proc.child.kill('SIGTERM');
+  await once(proc.child, 'exit');
+}
+
+function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb * 1024;
+}
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+async function load(options: autocannon.Options): Promise<Load> {
+  // A generous timeout: on FerretDB a list or point read scans the collection (see README) and a
+  // timed-out request would vanish from the latency figures instead of showing in them.
+  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, timeout: 60, ...options });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+function eventDoc(tenant: string, seq: number) {
+  const now = new Date();
+  return {
+    _id: uuidv7(), tenant, seq, month: '2000-01', month_seq: seq, ts: now, received_at: now,
+    actor_id: 'user_123', actor_name: 'Jane Admin', actor_email: 'jane@example.com', action: 'user.role_changed',
+    resource_type: 'user', resource_id: 'user_456', resource_name: 'John Doe',
+    metadata: '{"field":"role","old_value":"member","new_value":"admin","ip":"203.0.113.7"}',
+    organization_id: tenant, api_key_id: 'key_bench',
+  };
+}
+
+/** Raw driver insertMany, one batch in flight, the way the group-commit writer writes. */
+async function rawInsert(client: MongoClient, dbName: string, batch: number): Promise<number> {
+  const events = client.db(dbName).collection<ReturnType<typeof eventDoc>>('raw_events');
+  await events.createIndex({ tenant: 1, seq: 1 }, { unique: true });
+  let seq = 0;
+  const until = Date.now() + SECONDS * 1000;
+  const started = Date.now();
+  while (Date.now() < until) {
+    const docs = Array.from({ length: batch }, () => eventDoc('raw', ++seq));
+    await events.insertMany(docs, { ordered: true, writeConcern: { w: 'majority', j: true } });
+  }
+  return seq / ((Date.now() - started) / 1000);
+}
+
+async function rawRead(client: MongoClient, dbName: string, tenant: string): Promise<{ rows: number; perSecond: number }> {
+  const started = Date.now();
+  let rows = 0;
+  for await (const _doc of client.db(dbName).collection('events').find({ tenant }).sort({ ts: -1, _id: -1 }).batchSize(1000)) rows++;
+  return { rows, perSecond: rows / ((Date.now() - started) / 1000) };
+}
+
+const ratio = (value: number, limit: number) => (limit > 0 ? value / limit : 0);
+const pct = (r: number) => `${(r * 100).toFixed(0)}%`;
+
+async function main(): Promise<void> {
+  let uri = process.env.MONGODB_URI;
+  let memoryServer: { stop(): Promise<boolean> } | undefined;
+  if (!uri) {
+    const { MongoMemoryServer } = await import('mongodb-memory-server');
+    const server = await MongoMemoryServer.create();
+    memoryServer = server;
+    uri = server.getUri();
+  }
+  const dbName = `bench_${Date.now()}`;
+  const client = new MongoClient(uri);
+  await client.connect();
+  const info = (await client.db('admin').command({ buildInfo: 1 })) as { version: string; ferretdbVersion?: string };
+  const database = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion} (PostgreSQL backend), wire version ${info.version}` : `MongoDB ${info.version}`;
+  console.log(`database: ${database}; ${SECONDS}s per load, ${CONNECTIONS} connections`);
+
+  // Limits first, on an idle machine.
+  const hello = await startProcess('scripts/bench/helloServer.ts', {});
+  const helloLoad = await load({ url: hello.url });
+  await stop(hello);
+  console.log(`limit  koa hello-world: ${helloLoad.rps.toFixed(0)} req/s, p50 ${helloLoad.p50} ms, p99 ${helloLoad.p99} ms`);
+  const rawPerSecond = await rawInsert(client, dbName, CONNECTIONS);
+  console.log(`limit  raw insertMany (batches of ${CONNECTIONS}, one in flight, j:true): ${rawPerSecond.toFixed(0)} docs/s`);
+  const ingestLimit = Math.min(helloLoad.rps, rawPerSecond);
+
+  // The service, on the fresh database.
+  // Default log level: one pino line per request, as in production.
+  const service = await startProcess('src/main.ts', { MONGODB_URI: uri, MONGODB_DB: dbName, LOG_LEVEL: 'info' });
+  const admin = await import('../src/services/container');
+  const { createLogger } = await import('../src/logger');
+  const services = await admin.createServices(client.db(dbName), { planCaps: { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 } }, { now: () => new Date() }, createLogger('silent'));
+  const org = await services.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+  const { key } = await services.apiKeys.create(org._id, 'bench', new Date());
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+
+  const ingest = await load({ url: `${service.url}/v1/events`, method: 'POST', headers, body: BODY });
+  console.log(`ingest: ${ingest.rps.toFixed(0)} events/s, p50 ${ingest.p50} ms, p99 ${ingest.p99} ms, non-2xx ${ingest.non2xx}, errors ${ingest.errors}`);
+
+  const ids = (await services.collections.events.find({ tenant: org._id }, { projection: { _id: 1 } }).limit(1000).toArray()).map((d) => d._id);
+  let next = 0;
+  const getById = await load({
+    url: service.url,
+    headers,
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/v1/events/${ids[next++ % ids.length] ?? 'none'}` }) }],
+  });
+  console.log(`get by id: ${getById.rps.toFixed(0)} req/s, p50 ${getById.p50} ms, p99 ${getById.p99} ms, non-2xx ${getById.non2xx}`);
+  const list = await load({ url: `${service.url}/v1/events?limit=50`, headers });
+  console.log(`list (50 per page): ${list.rps.toFixed(0)} req/s, p50 ${list.p50} ms, p99 ${list.p99} ms, non-2xx ${list.non2xx}`);
+
+  const stored = await services.collections.events.countDocuments({ tenant: org._id });
+  const raw = await rawRead(client, dbName, org._id);
+  const rssBefore = rssOf(service.child.pid ?? 0);
+  let peakRss = rssBefore;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, rssOf(service.child.pid ?? 0));
+  }, 50);
+  const exportStarted = Date.now();
+  const response = await fetch(`${service.url}/v1/events/export?format=csv`, { headers });
+  let bytes = 0;
+  let lines = 0;
+  const reader = response.body!.getReader(); // a 200 always has a body
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.length;
+    for (const b of value) if (b === 10) lines++;
+  }
+  clearInterval(sampler);
+  const exportSeconds = (Date.now() - exportStarted) / 1000;
+  const exportRows = lines; // header + rows, separated by CRLF: one LF per row
+  const exportPerSecond = exportRows / exportSeconds;
+  console.log(`export csv: ${exportRows} rows (${(bytes / 1e6).toFixed(1)} MB) in ${exportSeconds.toFixed(1)} s = ${exportPerSecond.toFixed(0)} rows/s; raw cursor ${raw.perSecond.toFixed(0)} rows/s; RSS ${(rssBefore / 2 ** 20).toFixed(0)} → peak ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+
+  await stop(service);
+  await client.db(dbName).dropDatabase();
+  await client.close();
+  await memoryServer?.stop();
+
+  const rows: [string, string, string, string][] = [
+    ['ingest, events/s (POST /v1/events)', ingest.rps.toFixed(0), `${ingestLimit.toFixed(0)} (slower of the two limits)`, pct(ratio(ingest.rps, ingestLimit))],
+    ['ingest vs Koa hello-world', ingest.rps.toFixed(0), helloLoad.rps.toFixed(0), pct(ratio(ingest.rps, helloLoad.rps))],
+    ['ingest vs raw insertMany', ingest.rps.toFixed(0), rawPerSecond.toFixed(0), pct(ratio(ingest.rps, rawPerSecond))],
+    ['ingest p50 / p99, ms', `${ingest.p50} / ${ingest.p99}`, `${helloLoad.p50} / ${helloLoad.p99} (hello-world)`, `${(ratio(ingest.p99, helloLoad.p99)).toFixed(1)}× p99`],
+    ['GET /v1/events/:id, req/s', getById.rps.toFixed(0), helloLoad.rps.toFixed(0), pct(ratio(getById.rps, helloLoad.rps))],
+    ['GET /v1/events/:id p50 / p99, ms', `${getById.p50} / ${getById.p99}`, `${helloLoad.p50} / ${helloLoad.p99}`, `${ratio(getById.p99, helloLoad.p99).toFixed(1)}× p99`],
+    ['GET /v1/events (50 rows), req/s', list.rps.toFixed(0), helloLoad.rps.toFixed(0), pct(ratio(list.rps, helloLoad.rps))],
+    ['GET /v1/events p50 / p99, ms', `${list.p50} / ${list.p99}`, `${helloLoad.p50} / ${helloLoad.p99}`, `${ratio(list.p99, helloLoad.p99).toFixed(1)}× p99`],
+    ['export CSV, rows/s', exportPerSecond.toFixed(0), `${raw.perSecond.toFixed(0)} (raw driver cursor)`, pct(ratio(exportPerSecond, raw.perSecond))],
+    ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
+  ];
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const lines2 = [
+    `## ${new Date().toISOString().slice(0, 10)}: ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${osType()} ${release()}, Node ${process.version}`,
+    '',
+    `Database: ${database}. Load: autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run, on the same machine as the server. ${stored} events stored by the ingest run; the export read them all.`,
+    '',
+    '| measure | value | limit (same run) | ratio |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+  ];
+  const file = join(ROOT, 'BENCHMARKS.md');
+  let previous = '';
+  try {
+    previous = readFileSync(file, 'utf8');
+  } catch {
+    previous = '';
+  }
+  const header = '# Benchmarks\n\nWritten by `npm run bench` (scripts/bench.ts). Newest run first; read the ratios, not the absolute numbers: the machines are shared and noisy.\n\n';
+  const body = previous.startsWith('# Benchmarks') ? previous.slice(previous.indexOf('## ')) : '';
+  writeFileSync(file, `${header}${lines2.join('\n')}\n${body.startsWith('## ') ? body : ''}`);
+  console.log(`\n${lines2.join('\n')}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
