@@ -58,8 +58,13 @@ start() {
     --telemetry=disable --debug-addr=- --state-dir=- --log-level=warn >"$LOG" 2>&1 &
   echo $! > "$PIDFILE"
   for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then echo "mongodb://127.0.0.1:$PORT/"; return 0; fi
     running || break
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+      # Something answers; make sure it is ours and not another server that already held the port.
+      sleep 0.3
+      running && { echo "mongodb://127.0.0.1:$PORT/"; return 0; }
+      break
+    fi
     sleep 0.2
   done
   echo "ferretdb.sh: FerretDB did not start; log follows" >&2; cat "$LOG" >&2; exit 1

@@ -64,9 +64,10 @@ function recordingResponse(res: ServerResponse): { res: ServerResponse; recorded
 
 export function restApi(services: Services): Middleware<AppState> {
   const failures = new WeakMap<IncomingMessage, unknown>();
+  const requestIds = new WeakMap<IncomingMessage, string>();
   const handler = createOpenApiNodeHttpHandler({
     router: appRouter,
-    createContext: ({ req }) => createContext(services, req, String(req.headers['x-request-id'] ?? '')),
+    createContext: ({ req }) => createContext(services, req, requestIds.get(req) ?? ''),
     responseMeta: ({ paths, errors }) => {
       const status = errors.length === 0 && paths?.length === 1 ? SUCCESS_STATUS[paths[0] ?? ''] : undefined;
       return status ? { status } : {};
@@ -95,6 +96,7 @@ export function restApi(services: Services): Middleware<AppState> {
       }
     }
 
+    requestIds.set(ctx.req, ctx.state.requestId);
     let matched = true;
     const { res, recorded } = recordingResponse(ctx.res);
     const original = ctx.req.url;
