@@ -6,17 +6,27 @@
 #   scripts/ferretdb.sh stop    stop the instance this script started
 #   scripts/ferretdb.sh build   only build
 #
-# Environment: FERRETDB_PORT (27017), FERRETDB_PG_URL (postgres://root@127.0.0.1:5432/ferretdb).
+# Environment: FERRETDB_PORT (default: 27017 or the next free port), FERRETDB_PG_URL (postgres://root@127.0.0.1:5432/ferretdb).
 set -euo pipefail
 
 VERSION=v1.24.2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE="$ROOT/.cache/ferretdb"
 BIN="$CACHE/bin/ferretdb-$VERSION"
-PORT=${FERRETDB_PORT:-27017}
 PG_URL=${FERRETDB_PG_URL:-postgres://root@127.0.0.1:5432/ferretdb}
-PIDFILE="$CACHE/ferretdb-$PORT.pid"
-LOG="$CACHE/ferretdb-$PORT.log"
+PIDFILE="$CACHE/ferretdb.pid"
+PORTFILE="$CACHE/ferretdb.port"
+LOG="$CACHE/ferretdb.log"
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# FERRETDB_PORT when given; otherwise 27017, or the next free port if another server holds it.
+choose_port() {
+  if [ -n "${FERRETDB_PORT:-}" ]; then echo "$FERRETDB_PORT"; return; fi
+  local port
+  for port in $(seq 27017 27047); do port_busy "$port" || { echo "$port"; return; }; done
+  echo "ferretdb.sh: no free port between 27017 and 27047" >&2; exit 1
+}
 
 build() {
   [ -x "$BIN" ] && return 0
@@ -49,7 +59,8 @@ postgres_up() {
 start() {
   build
   postgres_up
-  if running; then echo "mongodb://127.0.0.1:$PORT/"; return 0; fi
+  if running; then echo "mongodb://127.0.0.1:$(cat "$PORTFILE")/"; return 0; fi
+  PORT=$(choose_port)
   local db=${PG_URL##*/}; db=${db%%\?*}
   if ! psql "${PG_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1; then
     createdb -h 127.0.0.1 -U root "$db" 2>/dev/null || psql "${PG_URL%/*}/postgres" -c "create database \"$db\"" >/dev/null
@@ -57,9 +68,10 @@ start() {
   nohup "$BIN" --handler=postgresql --postgresql-url="$PG_URL" --listen-addr="127.0.0.1:$PORT" \
     --telemetry=disable --debug-addr=- --state-dir=- --log-level=warn >"$LOG" 2>&1 &
   echo $! > "$PIDFILE"
+  echo "$PORT" > "$PORTFILE"
   for _ in $(seq 1 100); do
     running || break
-    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+    if port_busy "$PORT"; then
       # Something answers; make sure it is ours and not another server that already held the port.
       sleep 0.3
       running && { echo "mongodb://127.0.0.1:$PORT/"; return 0; }
