@@ -44,12 +44,18 @@ export function uniqueDbName(label: string): string {
   return `t_${label.replace(/[^a-z0-9]/gi, '').slice(0, 20)}_${randomBytes(4).toString('hex')}`;
 }
 
-export async function startTestApp(options: { label: string; clock?: Clock; planCaps?: Config['planCaps'] }): Promise<TestApp> {
+export async function startTestApp(options: {
+  label: string;
+  clock?: Clock;
+  planCaps?: Config['planCaps'];
+  /** Receives the app's log lines (at info level) instead of discarding them. */
+  logTo?: { write(line: string): void };
+}): Promise<TestApp> {
   const client = new MongoClient(mongoUri());
   await client.connect();
   const dbName = uniqueDbName(options.label);
   const db = client.db(dbName);
-  const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
   const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS }, clock, log);
   const http = createHttpApp(services);
