@@ -72,6 +72,20 @@ describe('authentication messages', () => {
     expect(read.body.message).toBe('Missing or invalid API key');
   });
 
+  test('a key revoked after a write was authenticated stores nothing: the batch checks keys again', async () => {
+    const o = await app.org();
+    expect((await call(events, { key: o.key, body: eventBody() })).status).toBe(201);
+    const before = await app.services.collections.events.countDocuments({ tenant: o.id });
+    await app.services.apiKeys.revoke(o.keyId, new Date());
+    const concurrent = await Promise.all(Array.from({ length: 5 }, () => call(events, { key: o.key, body: eventBody() })));
+    for (const res of concurrent) expect(res.body).toEqual({ message: 'Invalid API key', code: 'INVALID_API_KEY' });
+    expect(await app.services.collections.events.countDocuments({ tenant: o.id })).toBe(before);
+    // Once the writer has seen the revocation, the key is refused before the body is even validated.
+    const invalidBody = await call(events, { key: o.key, body: {} });
+    expect(invalidBody.status).toBe(401);
+    expect(invalidBody.body.message).toBe('Invalid API key');
+  });
+
   test('only the SHA-256 of a key is stored, and last use is recorded', async () => {
     const doc = await app.services.collections.apiKeys.findOne({ key_id: a.keyId });
     expect(doc).not.toBeNull();

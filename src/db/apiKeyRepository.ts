@@ -1,5 +1,5 @@
 /** API keys: only the SHA-256 of a key is stored; the key itself exists once, in the creation answer. */
-import { generateApiKey, hashApiKey, newPublicId } from '../domain/apiKey';
+import { generateApiKey, newPublicId } from '../domain/apiKey';
 import type { ApiKeyDoc } from './documents';
 import type { Collections } from './database';
 
@@ -52,9 +52,15 @@ export class ApiKeyRepository {
     return { doc, key: generated.key };
   }
 
-  /** The active key with this secret, or null for an unknown or revoked one. */
-  async findActive(key: string): Promise<ApiKeyDoc | null> {
-    return this.c.apiKeys.findOne({ _id: hashApiKey(key), revoked_at: null });
+  /** The active key with this hash, or null for an unknown or revoked one. */
+  async findActiveByHash(hash: string): Promise<ApiKeyDoc | null> {
+    return this.c.apiKeys.findOne({ _id: hash, revoked_at: null });
+  }
+
+  /** Which of these key hashes belong to active keys: one query for a whole write batch. */
+  async activeAmong(hashes: readonly string[]): Promise<Set<string>> {
+    const docs = await this.c.apiKeys.find({ _id: { $in: [...hashes] }, revoked_at: null }, { projection: { _id: 1 } }).toArray();
+    return new Set(docs.map((doc) => doc._id));
   }
 
   async listForOrg(orgId: string): Promise<ApiKeyDoc[]> {
@@ -67,12 +73,16 @@ export class ApiKeyRepository {
     return this.c.apiKeys.findOne({ key_id: keyId });
   }
 
-  /** Records use coarsely: only when the stored time is older than the granularity. */
-  async touch(doc: ApiKeyDoc, now: Date): Promise<void> {
-    if (doc.last_used_at && now.getTime() - doc.last_used_at.getTime() < LAST_USED_GRANULARITY_MS) return;
+  /** Whether a use at `now` should be written: only when the known time is older than the granularity. */
+  useIsDue(doc: Pick<ApiKeyDoc, 'last_used_at'>, now: Date): boolean {
+    return !doc.last_used_at || now.getTime() - doc.last_used_at.getTime() >= LAST_USED_GRANULARITY_MS;
+  }
+
+  /** Records use coarsely; the condition keeps several processes from writing it more often. */
+  async touch(hash: string, now: Date): Promise<void> {
     await this.c.apiKeys.updateOne(
       {
-        _id: doc._id,
+        _id: hash,
         $or: [{ last_used_at: null }, { last_used_at: { $lt: new Date(now.getTime() - LAST_USED_GRANULARITY_MS) } }],
       },
       { $set: { last_used_at: now } },

@@ -67,7 +67,7 @@ export function restApi(services: Services): Middleware<AppState> {
   const requestIds = new WeakMap<IncomingMessage, string>();
   const handler = createOpenApiNodeHttpHandler({
     router: appRouter,
-    createContext: ({ req }) => createContext(services, req, requestIds.get(req) ?? ''),
+    createContext: ({ req, info }) => createContext(services, req, requestIds.get(req) ?? '', info.type),
     responseMeta: ({ paths, errors }) => {
       const status = errors.length === 0 && paths?.length === 1 ? SUCCESS_STATUS[paths[0] ?? ''] : undefined;
       return status ? { status } : {};

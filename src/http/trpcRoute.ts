@@ -20,7 +20,7 @@ export function trpcRoute(services: Services): Middleware<AppState> {
       path: ctx.path.slice(TRPC_PREFIX.length + 1),
       router: appRouter,
       maxBodySize: 1024 * 1024,
-      createContext: ({ req }) => createContext(services, req, ctx.state.requestId),
+      createContext: ({ req, info }) => createContext(services, req, ctx.state.requestId, info.type),
       onError: ({ error }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') ctx.state.log.error({ err: error.cause ?? error }, 'trpc call failed');
       },

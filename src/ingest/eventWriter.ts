@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
 import { type Clock, utcMonth } from '../domain/time';
 import type { EventDoc } from '../db/documents';
+import type { ApiKeyRepository } from '../db/apiKeyRepository';
 import type { Collections } from '../db/database';
 import type { OrgRepository } from '../db/orgRepository';
 
@@ -31,6 +32,8 @@ interface Head {
 
 interface Pending {
   draft: EventDraft;
+  /** The hash of the API key that sent the event: checked again, for the whole batch, before the write. */
+  keyHash: string;
   resolve: (doc: EventDoc) => void;
   reject: (error: unknown) => void;
 }
@@ -55,14 +58,20 @@ export class EventWriter {
   constructor(
     private readonly c: Collections,
     private readonly orgs: OrgRepository,
+    private readonly keys: ApiKeyRepository,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** Told about keys found revoked at commit, so authentication stops trusting them at once. */
+    private readonly onInactiveKey: (hash: string) => void = () => undefined,
   ) {}
 
-  /** Stores one event; resolves once it is durable, rejects with 429 when the tenant's cap is used up. */
-  write(draft: EventDraft): Promise<EventDoc> {
+  /**
+   * Stores one event; resolves once it is durable. Rejects with 429 when the tenant's cap is used up
+   * and with 401 when the key has been revoked since the request was authenticated.
+   */
+  write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
     return new Promise<EventDoc>((resolve, reject) => {
-      this.queue.push({ draft, resolve, reject });
+      this.queue.push({ draft, keyHash, resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;
       });
@@ -104,7 +113,8 @@ export class EventWriter {
     let pending = batch;
     for (let attempt = 0; pending.length > 0 && attempt < MAX_ATTEMPTS; attempt++) {
       const tenants = [...new Set(pending.map((p) => p.draft.tenant))];
-      const [caps] = await Promise.all([this.orgs.caps(tenants), this.loadHeads(tenants)]);
+      const hashes = [...new Set(pending.map((p) => p.keyHash))];
+      const [caps, activeKeys] = await Promise.all([this.orgs.caps(tenants), this.keys.activeAmong(hashes), this.loadHeads(tenants)]);
       const receiptMonth = utcMonth(this.clock.now());
 
       // Give each event its place; the heads are advanced on a copy and kept only if the write succeeds.
@@ -112,6 +122,11 @@ export class EventWriter {
       const docs: EventDoc[] = [];
       const owners: Pending[] = [];
       for (const p of pending) {
+        if (!activeKeys.has(p.keyHash)) {
+          this.onInactiveKey(p.keyHash);
+          p.reject(new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey));
+          continue;
+        }
         const tenant = p.draft.tenant;
         const head = next.get(tenant) ?? this.heads.get(tenant) ?? { seq: 0, month: '', monthSeq: 0 };
         // Months never go backwards along the sequence, even if this process's clock lags another's.

@@ -1,14 +1,25 @@
 /**
  * API-key authentication, shared by the tRPC context (REST and /trpc) and the streaming export route.
  * It never throws for a bad key: it says what it found, and each surface answers with its own message.
+ *
+ * Reads look the key up on every request (concurrent requests with one key share the query).
+ * Writes may use a key that was found active in the last few seconds, because the group-commit writer
+ * checks every key of a batch again, in one query, right before storing: a revoked key never stores an
+ * event, yet a busy ingest path does not pay one lookup per request.
  */
 import type { Logger } from 'pino';
-import { looksLikeApiKey } from '../domain/apiKey';
+import { hashApiKey, looksLikeApiKey } from '../domain/apiKey';
 import type { ApiKeyRepository } from '../db/apiKeyRepository';
 import type { ApiKeyDoc } from '../db/documents';
 import type { Clock } from '../domain/time';
 
-export type Principal = { kind: 'apiKey'; tenant: string; keyId: string };
+export type Principal = { kind: 'apiKey'; tenant: string; keyId: string; keyHash: string };
+
+/** What the caller is about to do: reads need a fresh lookup, writes are checked again at commit. */
+export type AuthPurpose = 'read' | 'write';
+
+const WRITE_CACHE_MS = 10_000;
+const WRITE_CACHE_MAX = 10_000;
 
 export type AuthResult =
   | { kind: 'missing' }
@@ -24,6 +35,8 @@ export class ApiKeyAuthenticator {
    * every request that starts after it.
    */
   private readonly inFlight = new Map<string, Promise<ApiKeyDoc | null>>();
+  /** Keys found active recently, by hash, for writes only (see the module comment). */
+  private readonly recentForWrites = new Map<string, { doc: ApiKeyDoc; at: number }>();
 
   constructor(
     private readonly keys: ApiKeyRepository,
@@ -32,28 +45,48 @@ export class ApiKeyAuthenticator {
   ) {}
 
   /** Reads `Authorization: Bearer <key>`; a header that is absent or not a Bearer token is "missing". */
-  async authenticate(header: string | string[] | undefined): Promise<AuthResult> {
+  async authenticate(header: string | string[] | undefined, purpose: AuthPurpose = 'read'): Promise<AuthResult> {
     const value = Array.isArray(header) ? undefined : header;
     const token = value ? BEARER.exec(value)?.[1] : undefined;
     if (!token) return { kind: 'missing' };
     if (!looksLikeApiKey(token)) return { kind: 'invalid' };
-    const doc = await this.lookup(token);
-    if (!doc) return { kind: 'invalid' };
-    this.recordUse(doc);
-    return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id } };
+    const hash = hashApiKey(token);
+    const now = this.clock.now();
+    const recent = purpose === 'write' ? this.recentForWrites.get(hash) : undefined;
+    const doc = recent && now.getTime() - recent.at < WRITE_CACHE_MS ? recent.doc : await this.lookup(hash);
+    if (!doc) {
+      this.forget(hash);
+      return { kind: 'invalid' };
+    }
+    if (purpose === 'write' && doc !== recent?.doc) this.remember(doc, now);
+    this.recordUse(doc, now);
+    return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id, keyHash: doc._id } };
   }
 
-  private lookup(token: string): Promise<ApiKeyDoc | null> {
-    let pending = this.inFlight.get(token);
+  /** Drops a key from the write shortcut; the writer calls it when it finds a key revoked. */
+  forget(hash: string): void {
+    this.recentForWrites.delete(hash);
+  }
+
+  private remember(doc: ApiKeyDoc, now: Date): void {
+    if (this.recentForWrites.size >= WRITE_CACHE_MAX) this.recentForWrites.clear();
+    this.recentForWrites.set(doc._id, { doc, at: now.getTime() });
+  }
+
+  private lookup(hash: string): Promise<ApiKeyDoc | null> {
+    let pending = this.inFlight.get(hash);
     if (!pending) {
-      pending = this.keys.findActive(token).finally(() => this.inFlight.delete(token));
-      this.inFlight.set(token, pending);
+      pending = this.keys.findActiveByHash(hash).finally(() => this.inFlight.delete(hash));
+      this.inFlight.set(hash, pending);
     }
     return pending;
   }
 
-  private recordUse(doc: ApiKeyDoc): void {
+  private recordUse(doc: ApiKeyDoc, now: Date): void {
+    if (!this.keys.useIsDue(doc, now)) return;
+    // Noted on the shared document first, so concurrent requests do not all write it.
+    doc.last_used_at = now;
     // Off the request path: a failed last-used write must not fail the request it describes.
-    this.keys.touch(doc, this.clock.now()).catch((err: unknown) => this.log.warn({ err, keyId: doc.key_id }, 'could not record key use'));
+    this.keys.touch(doc._id, now).catch((err: unknown) => this.log.warn({ err, keyId: doc.key_id }, 'could not record key use'));
   }
 }

@@ -27,13 +27,14 @@ export async function createServices(db: Db, config: Pick<Config, 'planCaps'>, c
   await ensureIndexes(c);
   const orgs = new OrgRepository(c, config.planCaps);
   const apiKeys = new ApiKeyRepository(c);
-  const writer = new EventWriter(c, orgs, clock, log);
+  const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
+  const writer = new EventWriter(c, orgs, apiKeys, clock, log, (hash) => auth.forget(hash));
   return {
     db,
     collections: c,
     orgs,
     apiKeys,
-    auth: new ApiKeyAuthenticator(apiKeys, clock, log),
+    auth,
     writer,
     events: new EventService(c, writer, clock),
     clock,

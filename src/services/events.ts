@@ -65,7 +65,7 @@ export class EventService {
       // Stored and returned as given, but the event stays in the key's tenant (see README, "organization_id").
       organization_id: input.organization_id ?? principal.tenant,
       api_key_id: principal.keyId,
-    });
+    }, principal.keyHash);
     return { success: true, event: toEvent(doc) };
   }
 
