@@ -158,7 +158,7 @@ export class EventWriter {
       if (inserted.error) {
         // Not a lost race: the outcome of these writes is unknown, so they are not acknowledged.
         this.log.error({ err: inserted.error, events: rest.length }, 'event insert failed');
-        const failure = new AppError('SERVICE_UNAVAILABLE', 'The event store is unavailable; the event was not recorded, retry later', {}, { cause: inserted.error });
+        const failure = new AppError('SERVICE_UNAVAILABLE', 'The event store did not confirm the write; retry later', {}, { cause: inserted.error });
         for (const p of rest) p.reject(failure);
         return;
       }
