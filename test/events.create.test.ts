@@ -115,6 +115,26 @@ describe('creating an event', () => {
     expect(JSON.stringify(res.body.event.metadata)).toBe(JSON.stringify(metadata));
   });
 
+  test.each([65, 10_000, 300_000])('metadata nested %i levels deep → 400, nothing stored (64 levels are fine)', async (depth) => {
+    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const nested = `{"x":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`;
+    const rawBody = `{"actor":{"id":"a"},"action":"a.b","resource":{"type":"t","id":"i"},"metadata":${nested}}`;
+    const res = await call(events, { key: org.key, rawBody });
+    expect(res.status).toBe(400);
+    expect(res.body.message).toContain('metadata must not nest objects or arrays more than 64 levels deep');
+    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+    // The same through /trpc, which parses the body itself.
+    const viaTrpc = await call(`${app.url}/trpc/events.create`, { key: org.key, rawBody });
+    expect(viaTrpc.status).toBe(400);
+  });
+
+  test('metadata nested exactly 64 levels deep is kept', async () => {
+    const metadata = JSON.parse(`{"x":${'['.repeat(63)}1${']'.repeat(63)}}`) as Record<string, unknown>;
+    const res = await call(events, { key: org.key, body: eventBody({ metadata }) });
+    expect(res.status).toBe(201);
+    expect(res.body.event.metadata).toEqual(metadata);
+  });
+
   test('a "__proto__" key is refused with a clear 400 (prototype pollution guard), nothing stored', async () => {
     const before = await app.services.collections.events.countDocuments({ tenant: org.id });
     const res = await call(events, { key: org.key, rawBody: '{"actor":{"id":"a"},"action":"a.b","resource":{"type":"t","id":"i"},"metadata":{"__proto__":{"admin":true}}}' });

@@ -9,7 +9,22 @@ import { parseIsoDateTime, parseRangeBound } from './time';
 export const REQUIRED = 'Required';
 
 /** Maximum lengths, documented in the README: identifiers are short, display names may be long. */
-export const LIMITS = { id: 256, name: 1024, email: 320, cursor: 512, bodyBytes: 1024 * 1024 } as const;
+export const LIMITS = { id: 256, name: 1024, email: 320, cursor: 512, bodyBytes: 1024 * 1024, metadataDepth: 64 } as const;
+
+/**
+ * Whether a JSON value nests objects or arrays deeper than `max` levels. Iterative on purpose: the
+ * values it guards against would overflow the stack of any recursive walk, JSON.stringify's included.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > max) return true;
+    for (const child of Object.values(current)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
+}
 
 const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? REQUIRED : `must be ${what}`),
@@ -32,11 +47,18 @@ const optionalText = (max: number) =>
  * Metadata: any JSON object, kept exactly. `z.record` would rebuild the object and drop a `__proto__`
  * key, so the object is checked and passed through as received.
  */
+const isJsonObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+// One custom schema with one predicate: a refinement would be a derived schema that openapi
+// generation walks back to its undocumented parent.
 export const ZMetadata = z
-  .custom<Record<string, unknown>>(
-    (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
-    { error: 'must be a JSON object' },
-  )
+  .custom<Record<string, unknown>>((value) => isJsonObject(value) && !nestsDeeperThan(value, LIMITS.metadataDepth), {
+    error: (issue) =>
+      isJsonObject(issue.input)
+        ? `must not nest objects or arrays more than ${LIMITS.metadataDepth} levels deep`
+        : 'must be a JSON object',
+  })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
 const ZEventTimestampInput = z
