@@ -1,0 +1,35 @@
+/** Liveness and readiness: /readyz follows the database, /healthz only the process. */
+import { MongoClient } from 'mongodb';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { createHttpApp } from '../src/http/app';
+import { createLogger } from '../src/logger';
+import { createServices } from '../src/services/container';
+import { DEFAULT_CAPS, mongoUri, uniqueDbName } from './helpers/harness';
+
+test('readyz answers 503 once the database is gone; healthz stays 200', async () => {
+  const client = new MongoClient(mongoUri(), { serverSelectionTimeoutMS: 500 });
+  await client.connect();
+  const db = client.db(uniqueDbName('health'));
+  const services = await createServices(db, { planCaps: DEFAULT_CAPS }, { now: () => new Date() }, createLogger('silent'));
+  const server = createServer(createHttpApp(services).koa.callback()).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    await db.dropDatabase();
+    await client.close();
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toEqual({ status: 'unavailable', message: 'Database is not reachable' });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    // A request that needs the database gets the spec's 500, not a stack.
+    const read = await fetch(`${url}/v1/events`, { headers: { authorization: 'Bearer alk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
+    expect(read.status).toBe(500);
+    expect(await read.json()).toEqual({ message: 'Internal server error', code: 'INTERNAL_ERROR' });
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
