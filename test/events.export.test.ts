@@ -1,7 +1,7 @@
 /** GET /v1/events/export: JSON and CSV bodies, filters, headers, and a client that disconnects. */
 import { parse } from 'csv-parse/sync';
 import { request } from 'node:http';
-import { call, eventBody, query } from './helpers/api';
+import { call, createEvent, query } from './helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { seedEvents } from './helpers/seed';
 import { toEvent, toEventJson } from '../src/db/documents';
@@ -19,11 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-async function create(o: TestOrg, overrides: Record<string, unknown>): Promise<any> {
-  const res = await call(base, { key: o.key, body: eventBody(overrides) });
-  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
-  return res.body.event;
-}
+const create = (o: TestOrg, overrides: Record<string, unknown>) => createEvent(app.url, o.key, overrides);
 
 describe('JSON', () => {
   test('an array of every matching event, newest first, no pagination; same objects as the list', async () => {

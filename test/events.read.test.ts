@@ -1,16 +1,12 @@
 /** GET /v1/events/:id and GET /v1/events: filters, dates, ordering and keyset pagination. */
-import { call, eventBody, query } from './helpers/api';
+import { call, createEvent, query } from './helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 
 let app: TestApp;
 let org: TestOrg;
 let events: string;
 
-async function create(o: TestOrg, overrides: Record<string, unknown>): Promise<any> {
-  const res = await call(events, { key: o.key, body: eventBody(overrides) });
-  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
-  return res.body.event;
-}
+const create = (o: TestOrg, overrides: Record<string, unknown>) => createEvent(app.url, o.key, overrides);
 
 /** Follows next_cursor to the end; returns every id in order. */
 async function readAll(o: TestOrg, params: Record<string, string | number | undefined>, onPage?: (page: number) => Promise<void>): Promise<string[]> {

@@ -2,15 +2,12 @@
  * The monthly cap is exact under concurrency, within one process and across two processes on one
  * database, and nothing is stored for a 429. The clock is injected to cross a month boundary.
  */
-import { call, eventBody } from './helpers/api';
+import { call, createEvent, eventBody } from './helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { startServerProcess, type ServerProcess } from './helpers/processes';
 
 async function fill(url: string, org: TestOrg, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    const res = await call(`${url}/v1/events`, { key: org.key, body: eventBody() });
-    if (res.status !== 201) throw new Error(`fill failed: ${res.status} ${res.text}`);
-  }
+  for (let i = 0; i < count; i++) await createEvent(url, org.key);
 }
 
 async function metric(url: string, name: string): Promise<number> {

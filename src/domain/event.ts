@@ -43,15 +43,14 @@ const optionalText = (max: number) =>
     .max(max, `must be at most ${max} characters`)
     .nullish();
 
-/**
- * Metadata: any JSON object, kept exactly. `z.record` would rebuild the object and drop a `__proto__`
- * key, so the object is checked and passed through as received.
- */
 const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-// One custom schema with one predicate: a refinement would be a derived schema that openapi
-// generation walks back to its undocumented parent.
+/**
+ * Metadata: any JSON object, kept exactly. `z.record` would rebuild the object and drop a `__proto__`
+ * key, so the object is checked and passed through as received. One custom schema with one predicate:
+ * a refinement would be a derived schema that openapi generation walks back to its undocumented parent.
+ */
 export const ZMetadata = z
   .custom<Record<string, unknown>>((value) => isJsonObject(value) && !nestsDeeperThan(value, LIMITS.metadataDepth), {
     error: (issue) =>

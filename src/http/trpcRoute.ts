@@ -1,6 +1,7 @@
 /** /trpc: the same router for TypeScript clients (httpBatchLink, httpBatchStreamLink for export). */
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Middleware } from 'koa';
+import { LIMITS } from '../domain/event';
 import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
 import { appRouter } from '../trpc/router';
@@ -19,7 +20,7 @@ export function trpcRoute(services: Services): Middleware<AppState> {
       res: ctx.res,
       path: ctx.path.slice(TRPC_PREFIX.length + 1),
       router: appRouter,
-      maxBodySize: 1024 * 1024,
+      maxBodySize: LIMITS.bodyBytes,
       createContext: ({ req, info }) => createContext(services, req, ctx.state.requestId, info.type),
       onError: ({ error }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') ctx.state.log.error({ err: error.cause ?? error }, 'trpc call failed');

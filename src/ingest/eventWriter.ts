@@ -38,6 +38,9 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+/** The head of a tenant with no events yet. */
+const NO_EVENTS: Head = { seq: 0, month: '', monthSeq: 0 };
+
 const MAX_BATCH = 1000;
 // Each retry follows a lost race, i.e. another writer's progress; past this many the caller gets a 503.
 const MAX_ATTEMPTS = 50;
@@ -104,7 +107,7 @@ export class EventWriter {
           { tenant },
           { sort: { seq: -1 }, projection: { seq: 1, month: 1, month_seq: 1 } },
         );
-        this.heads.set(tenant, last ? { seq: last.seq, month: last.month, monthSeq: last.month_seq } : { seq: 0, month: '', monthSeq: 0 });
+        this.heads.set(tenant, last ? { seq: last.seq, month: last.month, monthSeq: last.month_seq } : NO_EVENTS);
       }),
     );
   }
@@ -128,7 +131,7 @@ export class EventWriter {
           continue;
         }
         const tenant = p.draft.tenant;
-        const head = next.get(tenant) ?? this.heads.get(tenant) ?? { seq: 0, month: '', monthSeq: 0 };
+        const head = next.get(tenant) ?? this.heads.get(tenant) ?? NO_EVENTS;
         // Months never go backwards along the sequence, even if this process's clock lags another's.
         const month = head.month > receiptMonth ? head.month : receiptMonth;
         const monthSeq = head.month === month ? head.monthSeq + 1 : 1;

@@ -27,6 +27,13 @@ export async function call<T = any>(
   return { status: response.status, headers: response.headers, body: parsed as T, text };
 }
 
+/** Creates one event through POST /v1/events and returns it; anything but 201 fails the calling test. */
+export async function createEvent(appUrl: string, key: string, overrides: Record<string, unknown> = {}): Promise<any> {
+  const res = await call(`${appUrl}/v1/events`, { key, body: eventBody(overrides) });
+  if (res.status !== 201) throw new Error(`creating an event answered ${res.status}: ${res.text}`);
+  return res.body.event;
+}
+
 /** A valid creation body; override any part. */
 export function eventBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
