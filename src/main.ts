@@ -14,20 +14,20 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel);
   const database = await connectDatabase(config, log);
   const services = await createServices(database.db, config, systemClock, log);
-  const { koa } = createHttpApp(services, { defaultMetrics: true });
+  const { koa } = createHttpApp(services, { defaultMetrics: true, publicUrl: config.publicUrl, trustProxy: config.trustProxy });
 
   const server = createServer(koa.callback());
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const url = config.publicUrl ?? `http://localhost:${port}`;
-  log.info({ port, url, embeddedDatabase: database.embedded }, `Audit Ledger listening on ${url} (API reference: ${url}/docs)`);
+  log.info({ port, url, embeddedDatabase: database.embedded }, `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs)`);
 
   if ((await services.orgs.list()).length === 0) {
     process.stderr.write(
       [
         '',
-        'No organization exists yet. Create one and an API key for it:',
+        `No organization exists yet. Open ${url} to sign up and create an API key, or use the CLI:`,
         '  npm run cli -- org create --name "My Company"',
         '  npm run cli -- key create --org <org id printed above> --name "backend"',
         'Then record an event:',

@@ -17,6 +17,7 @@ const ZEnv = z.object({
   PLAN_CAP_PRO: capValue.default(1_000_000),
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
   PUBLIC_URL: z.string().url().optional(),
+  TRUST_PROXY: z.enum(['true', 'false']).default('false'),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -33,6 +34,7 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   planCaps: Record<Plan, number>;
   publicUrl: string | undefined;
+  trustProxy: boolean;
 }
 
 export class ConfigError extends Error {
@@ -57,5 +59,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     planCaps: { free: e.PLAN_CAP_FREE, pro: e.PLAN_CAP_PRO, enterprise: e.PLAN_CAP_ENTERPRISE },
     publicUrl: e.PUBLIC_URL,
+    trustProxy: e.TRUST_PROXY === 'true',
   };
 }

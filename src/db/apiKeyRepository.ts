@@ -67,6 +67,17 @@ export class ApiKeyRepository {
     return this.c.apiKeys.find({ org_id: orgId }).sort({ created_at: 1, key_id: 1 }).toArray();
   }
 
+  /** An organization's keys, newest first, for the dashboard. */
+  async listNewestFirst(orgId: string): Promise<ApiKeyDoc[]> {
+    return this.c.apiKeys.find({ org_id: orgId }).sort({ created_at: -1, key_id: -1 }).toArray();
+  }
+
+  /** Revokes one of an organization's keys; null when that organization has no key with this id. */
+  async revokeInOrg(orgId: string, keyId: string, now: Date): Promise<ApiKeyDoc | null> {
+    await this.c.apiKeys.updateOne({ key_id: keyId, org_id: orgId, revoked_at: null }, { $set: { revoked_at: now } });
+    return this.c.apiKeys.findOne({ key_id: keyId, org_id: orgId });
+  }
+
   /** Revokes a key; returns it, or null when no key has that id. Revoking twice keeps the first time. */
   async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
     await this.c.apiKeys.updateOne({ key_id: keyId, revoked_at: null }, { $set: { revoked_at: now } });

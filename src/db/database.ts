@@ -1,11 +1,14 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
-import type { ApiKeyDoc, EventDoc, OrgDoc } from './documents';
+import type { AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, OrgDoc, SessionDoc } from './documents';
 
 export interface Collections {
   events: Collection<EventDoc>;
   orgs: Collection<OrgDoc>;
   apiKeys: Collection<ApiKeyDoc>;
+  accounts: Collection<AccountDoc>;
+  sessions: Collection<SessionDoc>;
+  authAttempts: Collection<AuthAttemptDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -13,6 +16,9 @@ export function collections(db: Db): Collections {
     events: db.collection<EventDoc>('events'),
     orgs: db.collection<OrgDoc>('organizations'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
+    accounts: db.collection<AccountDoc>('accounts'),
+    sessions: db.collection<SessionDoc>('sessions'),
+    authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),
   };
 }
 
@@ -27,6 +33,8 @@ const EVENT_INDEXES: IndexDescription[] = [
   { key: { tenant: 1, action: 1, ts: -1, _id: -1 }, name: 'tenant_action_ts_id' },
   { key: { tenant: 1, resource_type: 1, resource_id: 1, ts: -1, _id: -1 }, name: 'tenant_resource_ts_id' },
   { key: { tenant: 1, organization_id: 1, ts: -1, _id: -1 }, name: 'tenant_org_ts_id' },
+  // The dashboard's events-per-day chart: counts by time of receipt (what the monthly cap meters).
+  { key: { tenant: 1, received_at: 1 }, name: 'tenant_received' },
 ];
 
 const API_KEY_INDEXES: IndexDescription[] = [
@@ -36,9 +44,29 @@ const API_KEY_INDEXES: IndexDescription[] = [
   { key: { org_id: 1, created_at: 1 }, name: 'org_created' },
 ];
 
+const ACCOUNT_INDEXES: IndexDescription[] = [
+  // Sign-in by email; also makes a second sign-up with the same email fail atomically.
+  { key: { email: 1 }, name: 'email', unique: true },
+];
+
+const SESSION_INDEXES: IndexDescription[] = [
+  // Clearing expired sessions (no TTL index: FerretDB 1.24 does not implement them).
+  { key: { expires_at: 1 }, name: 'expires_at' },
+];
+
+const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
+  // Counting recent attempts in one bucket.
+  { key: { bucket: 1, at: 1 }, name: 'bucket_at' },
+  // Clearing old attempts.
+  { key: { at: 1 }, name: 'at' },
+];
+
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
 export async function ensureIndexes(c: Collections): Promise<void> {
   // One index per command: FerretDB 1.24 panics on a createIndexes naming two or more existing indexes.
   for (const spec of EVENT_INDEXES) await c.events.createIndexes([spec]);
   for (const spec of API_KEY_INDEXES) await c.apiKeys.createIndexes([spec]);
+  for (const spec of ACCOUNT_INDEXES) await c.accounts.createIndexes([spec]);
+  for (const spec of SESSION_INDEXES) await c.sessions.createIndexes([spec]);
+  for (const spec of AUTH_ATTEMPT_INDEXES) await c.authAttempts.createIndexes([spec]);
 }

@@ -84,3 +84,33 @@ export function toEventJson(doc: EventDoc): string {
     `"organization_id":${s(doc.organization_id)},"api_key_id":${s(doc.api_key_id)}}`
   );
 }
+
+export interface AccountDoc {
+  _id: string;
+  /** Trimmed and lower-cased; unique. */
+  email: string;
+  /** Argon2id, PHC string format (parameters and salt included). */
+  password_hash: string;
+  org_id: string;
+  created_at: Date;
+}
+
+export interface SessionDoc {
+  /** SHA-256 of the cookie's token: a leaked database does not hand out sessions. */
+  _id: string;
+  account_id: string;
+  org_id: string;
+  created_at: Date;
+  /** Refreshed at most every few minutes; a session unused for the idle timeout ends. */
+  last_seen_at: Date;
+  /** Absolute end, whatever the activity. */
+  expires_at: Date;
+}
+
+/** One failed sign-in (or one sign-up), counted per account and per client address in a sliding window. */
+export interface AuthAttemptDoc {
+  _id: string;
+  /** `login-email:<email>`, `login-ip:<address>` or `signup-ip:<address>`. */
+  bucket: string;
+  at: Date;
+}

@@ -43,6 +43,20 @@ export class EventReader {
     return filter;
   }
 
+  /**
+   * Events received in a UTC month, exactly: the newest event's place in its month (the sequence is
+   * gapless), or 0 when the newest event belongs to an earlier month.
+   */
+  async receivedInMonth(month: string): Promise<number> {
+    const newest = await this.c.events.findOne({ tenant: this.tenant }, { sort: { seq: -1 }, projection: { month: 1, month_seq: 1 } });
+    return newest?.month === month ? newest.month_seq : 0;
+  }
+
+  /** Events received in [from, to). */
+  async countReceived(from: Date, to: Date): Promise<number> {
+    return this.c.events.countDocuments({ tenant: this.tenant, received_at: { $gte: from, $lt: to } });
+  }
+
   async get(id: string): Promise<EventDoc | null> {
     return this.c.events.findOne({ _id: id, tenant: this.tenant });
   }

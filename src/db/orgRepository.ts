@@ -33,6 +33,11 @@ export class OrgRepository {
     return org;
   }
 
+  /** Undoes a sign-up whose account lost the race for its email. */
+  async delete(id: string): Promise<void> {
+    await this.c.orgs.deleteOne({ _id: id });
+  }
+
   async get(id: string): Promise<OrgDoc | null> {
     return this.c.orgs.findOne({ _id: id });
   }

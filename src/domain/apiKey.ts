@@ -32,6 +32,6 @@ export function looksLikeApiKey(token: string): boolean {
 }
 
 /** Public identifiers: short, random, prefixed by what they name. */
-export function newPublicId(prefix: 'org' | 'key'): string {
+export function newPublicId(prefix: 'org' | 'key' | 'acct'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }

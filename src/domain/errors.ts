@@ -10,12 +10,18 @@ export const ERROR_CODES = {
   INVALID_CURSOR: { status: 400, trpc: 'BAD_REQUEST' },
   MISSING_AUTHORIZATION: { status: 401, trpc: 'UNAUTHORIZED' },
   INVALID_API_KEY: { status: 401, trpc: 'UNAUTHORIZED' },
+  NOT_SIGNED_IN: { status: 401, trpc: 'UNAUTHORIZED' },
+  INVALID_CREDENTIALS: { status: 401, trpc: 'UNAUTHORIZED' },
+  CROSS_SITE_REQUEST: { status: 403, trpc: 'FORBIDDEN' },
   NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
+  API_KEY_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
   PAYLOAD_TOO_LARGE: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
+  EMAIL_TAKEN: { status: 409, trpc: 'CONFLICT' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
   MONTHLY_LIMIT_REACHED: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
+  TOO_MANY_ATTEMPTS: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
   INTERNAL_ERROR: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
   SERVICE_UNAVAILABLE: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
 } as const;
@@ -31,6 +37,17 @@ export const MESSAGES = {
   eventNotFound: 'Event not found',
   monthlyLimitReached: 'Monthly event limit reached',
   internal: 'Internal server error',
+} as const;
+
+/** The dashboard's texts. Sign-in failures say the same thing whatever was wrong, so they reveal no emails. */
+export const ACCOUNT_MESSAGES = {
+  notSignedIn: 'Not signed in',
+  invalidCredentials: 'Invalid email or password',
+  tooManyAttempts: 'Too many sign-in attempts. Wait a few minutes and try again.',
+  tooManySignups: 'Too many sign-ups from this address. Wait a while and try again.',
+  emailTaken: 'An account with this email already exists. Log in instead.',
+  crossSite: 'Cross-site request refused',
+  apiKeyNotFound: 'API key not found',
 } as const;
 
 export interface ErrorDetails {

@@ -4,23 +4,37 @@ import Koa from 'koa';
 import { AppError } from '../domain/errors';
 import type { Services } from '../services/container';
 import type { AppState } from './appState';
+import { dashboardAssets } from './dashboardAssets';
 import { docsPage } from './docsPage';
 import { errorHandling } from './errorHandling';
-import { exportRoute } from './exportRoute';
+import { apiKeyExportAuth, exportRoute } from './exportRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
 import { restApi } from './restApi';
-import { trpcRoute } from './trpcRoute';
+import { refuseCrossSitePosts } from './sameOrigin';
+import { sessionExportAuth } from './sessionExport';
+import { TRPC_PREFIX, trpcRoute } from './trpcRoute';
 
 export interface HttpApp {
   koa: Koa<AppState>;
   metrics: Metrics;
 }
 
-export function createHttpApp(services: Services, options: { defaultMetrics?: boolean } = {}): HttpApp {
+export interface HttpOptions {
+  defaultMetrics?: boolean;
+  /** Where people reach the service; an https:// address makes the session cookie Secure. */
+  publicUrl?: string | undefined;
+  /** Behind a reverse proxy: take the client address and protocol from X-Forwarded-*. */
+  trustProxy?: boolean;
+  /** The built dashboard; tests may point elsewhere. */
+  dashboardDir?: string;
+}
+
+export function createHttpApp(services: Services, options: HttpOptions = {}): HttpApp {
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, writer: services.writer.stats });
-  const koa = new Koa<AppState>({ proxy: false });
+  const koa = new Koa<AppState>({ proxy: options.trustProxy ?? false });
+  const secureCookies = options.publicUrl?.startsWith('https://') ?? false;
   // Koa's own error printer would write stacks to stderr; errors are logged by errorHandling instead.
   koa.silent = true;
   const openapi = renderOpenApiDocument();
@@ -47,7 +61,9 @@ export function createHttpApp(services: Services, options: { defaultMetrics?: bo
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
-  routes.get('/v1/events/export', exportRoute(services, metrics));
+  routes.get('/v1/events/export', exportRoute(services, metrics, apiKeyExportAuth(services)));
+  // The dashboard's download: the same export, with the session cookie as the way in (never on /v1).
+  routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services)));
   // The ledger is append-only: no interface changes or deletes an event.
   routes.register(['/v1/events', '/v1/events/:id'], ['PUT', 'PATCH', 'DELETE'], () => {
     throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted');
@@ -55,9 +71,11 @@ export function createHttpApp(services: Services, options: { defaultMetrics?: bo
 
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandling);
+  koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(routes.routes());
   koa.use(docsPage());
-  koa.use(trpcRoute(services));
+  koa.use(dashboardAssets(options.dashboardDir));
+  koa.use(trpcRoute(services, { secureCookies }));
   koa.use(restApi(services));
   return { koa, metrics };
 }

@@ -6,10 +6,12 @@ import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
+import { sessionCookieJar } from './sessionCookie';
 
 export const TRPC_PREFIX = '/trpc';
 
-export function trpcRoute(services: Services): Middleware<AppState> {
+/** `secureCookies`: whether the dashboard is served over HTTPS (directly or behind a trusted proxy). */
+export function trpcRoute(services: Services, options: { secureCookies: boolean }): Middleware<AppState> {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
     // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404).
@@ -21,7 +23,11 @@ export function trpcRoute(services: Services): Middleware<AppState> {
       path: ctx.path.slice(TRPC_PREFIX.length + 1),
       router: appRouter,
       maxBodySize: LIMITS.bodyBytes,
-      createContext: ({ req, info }) => createContext(services, req, ctx.state.requestId, info.type),
+      createContext: ({ req, res, info }) =>
+        createContext(services, req, ctx.state.requestId, info.type, {
+          cookies: sessionCookieJar(req, res, options.secureCookies || ctx.secure),
+          clientAddress: ctx.ip,
+        }),
       onError: ({ error }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') ctx.state.log.error({ err: error.cause ?? error }, 'trpc call failed');
       },

@@ -13,7 +13,12 @@ import type { ApiKeyRepository } from '../db/apiKeyRepository';
 import type { ApiKeyDoc } from '../db/documents';
 import type { Clock } from '../domain/time';
 
-export type Principal = { kind: 'apiKey'; tenant: string; keyId: string; keyHash: string };
+/** A caller that holds an API key: the only kind that can write events. */
+export type ApiKeyPrincipal = { kind: 'apiKey'; tenant: string; keyId: string; keyHash: string };
+/** A person signed in to the dashboard (services/accounts.ts). */
+export type SessionPrincipal = { kind: 'session'; tenant: string; accountId: string; sessionHash: string };
+/** Whoever reads: everything a read needs is the tenant. */
+export type Principal = ApiKeyPrincipal | SessionPrincipal;
 
 /** What the caller is about to do: reads need a fresh lookup, writes are checked again at commit. */
 export type AuthPurpose = 'read' | 'write';
@@ -24,7 +29,7 @@ const WRITE_CACHE_MAX = 10_000;
 export type AuthResult =
   | { kind: 'missing' }
   | { kind: 'invalid' }
-  | { kind: 'ok'; principal: Principal };
+  | { kind: 'ok'; principal: ApiKeyPrincipal };
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 

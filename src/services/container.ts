@@ -2,13 +2,20 @@
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config } from '../config/env';
+import { AccountRepository } from '../db/accountRepository';
 import { ApiKeyRepository } from '../db/apiKeyRepository';
+import { AuthAttemptRepository } from '../db/authAttemptRepository';
 import { collections, ensureIndexes, type Collections } from '../db/database';
 import { OrgRepository } from '../db/orgRepository';
+import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { EventWriter } from '../ingest/eventWriter';
+import { AccountService } from './accounts';
+import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
+import { AuthThrottle, DEFAULT_THROTTLE, type ThrottlePolicy } from './authThrottle';
 import { EventService } from './events';
+import { UsageService } from './usage';
 
 export interface Services {
   db: Db;
@@ -18,17 +25,28 @@ export interface Services {
   auth: ApiKeyAuthenticator;
   writer: EventWriter;
   events: EventService;
+  accounts: AccountService;
+  keys: ApiKeyService;
+  usage: UsageService;
   clock: Clock;
   log: Logger;
 }
 
-export async function createServices(db: Db, config: Pick<Config, 'planCaps'>, clock: Clock, log: Logger): Promise<Services> {
+export async function createServices(
+  db: Db,
+  config: Pick<Config, 'planCaps'>,
+  clock: Clock,
+  log: Logger,
+  options: { throttle?: ThrottlePolicy } = {},
+): Promise<Services> {
   const c = collections(db);
   await ensureIndexes(c);
   const orgs = new OrgRepository(c, config.planCaps);
   const apiKeys = new ApiKeyRepository(c);
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const writer = new EventWriter(c, orgs, apiKeys, clock, log, (hash) => auth.forget(hash));
+  const events = new EventService(c, writer, clock);
+  const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,
     collections: c,
@@ -36,7 +54,10 @@ export async function createServices(db: Db, config: Pick<Config, 'planCaps'>, c
     apiKeys,
     auth,
     writer,
-    events: new EventService(c, writer, clock),
+    events,
+    accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
+    keys: new ApiKeyService(apiKeys, auth, clock),
+    usage: new UsageService(events, orgs, clock),
     clock,
     log,
   };

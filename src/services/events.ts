@@ -8,7 +8,7 @@ import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
 import type { EventWriter } from '../ingest/eventWriter';
-import type { Principal } from './auth';
+import type { ApiKeyPrincipal, Principal } from './auth';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const DEFAULT_PAGE_SIZE = 50;
@@ -45,7 +45,7 @@ export class EventService {
     return new EventReader(this.c, principal.tenant);
   }
 
-  async create(principal: Principal, input: TCreateEventInput): Promise<TCreateEventOutput> {
+  async create(principal: ApiKeyPrincipal, input: TCreateEventInput): Promise<TCreateEventOutput> {
     const receivedAt = this.clock.now();
     const timestamp = input.timestamp ? parseIsoDateTime(input.timestamp) : receivedAt;
     if (!timestamp) throw new AppError('VALIDATION_FAILED', 'Invalid request: timestamp is not a valid ISO 8601 datetime', { fields: ['timestamp'] });

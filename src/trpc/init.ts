@@ -5,14 +5,18 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import { AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
+import { ACCOUNT_MESSAGES, AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
 import { validationError } from '../domain/validation';
-import type { AuthResult, Principal } from '../services/auth';
+import type { ApiKeyPrincipal, AuthResult, SessionPrincipal } from '../services/auth';
 import type { Services } from '../services/container';
+import type { WebContext } from './context';
 
 export interface Context {
   services: Services;
+  /** What the `Authorization` header gave: the API-key way in. */
   auth: AuthResult;
+  /** The cookie jar and client address of a /trpc request; null on /v1. */
+  web: WebContext | null;
   requestId: string;
 }
 
@@ -77,7 +81,21 @@ export const publicProcedure = t.procedure.use(mapErrors);
  */
 export const apiKeyProcedure = publicProcedure.use(({ ctx, type, next }) => {
   if (ctx.auth.kind !== 'ok') throw authError(ctx.auth.kind, type === 'mutation' ? 'write' : 'read');
-  const principal: Principal = ctx.auth.principal;
+  const principal: ApiKeyPrincipal = ctx.auth.principal;
+  return next({ ctx: { ...ctx, principal } });
+});
+
+/** Procedures for a browser (sign-up, sign-in): only on /trpc, where there is a cookie jar. */
+export const webProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (!ctx.web) throw new AppError('NOT_FOUND', 'Not found');
+  const web: WebContext = ctx.web;
+  return next({ ctx: { ...ctx, web } });
+});
+
+/** The dashboard's procedures: a signed-in session, never an API key (and API-key procedures never take a session). */
+export const sessionProcedure = webProcedure.use(async ({ ctx, next }) => {
+  const principal: SessionPrincipal | null = await ctx.services.accounts.authenticate(ctx.web.cookies.token);
+  if (!principal) throw new AppError('NOT_SIGNED_IN', ACCOUNT_MESSAGES.notSignedIn);
   return next({ ctx: { ...ctx, principal } });
 });
 

@@ -1,4 +1,5 @@
 /** The application router: one definition for /trpc (TypeScript clients) and /v1 (REST, via trpc-to-openapi). */
+import { accountRouter, dashboardRouter } from './dashboard/router';
 import { createEvent } from './events/create';
 import { exportEvents } from './events/export';
 import { getEvent } from './events/get';
@@ -12,6 +13,8 @@ export const appRouter = router({
     list: listEvents,
     export: exportEvents,
   }),
+  account: accountRouter,
+  dashboard: dashboardRouter,
 });
 
 /** Imported (as a type only) by frontends and scripts: `createTRPCClient<AppRouter>(…)`. */

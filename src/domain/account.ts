@@ -1,0 +1,59 @@
+/**
+ * Dashboard accounts: sign-up and sign-in inputs, the signed-in view, and the session token format.
+ * A session token is like an API key (256 random bits, only its SHA-256 stored) but is never accepted
+ * where an API key is, and the other way round: they have different shapes and different stores.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { PLANS } from '../config/env';
+
+/** NIST SP 800-63B: at least 8 characters; we ask for 12 and cap the length only against abuse. */
+export const PASSWORD_LIMITS = { min: 12, max: 256 } as const;
+
+/** Emails are compared case-insensitively: the stored and looked-up form is trimmed and lower-cased. */
+export const ZEmail = z
+  .string()
+  .trim()
+  .max(254, 'Email must be at most 254 characters')
+  .pipe(z.email('Enter a valid email address'))
+  .transform((email) => email.toLowerCase());
+
+export const ZNewPassword = z
+  .string()
+  .min(PASSWORD_LIMITS.min, `Password must be at least ${PASSWORD_LIMITS.min} characters`)
+  .max(PASSWORD_LIMITS.max, `Password must be at most ${PASSWORD_LIMITS.max} characters`);
+
+export const ZSignupInput = z.strictObject({
+  email: ZEmail,
+  password: ZNewPassword,
+  organization_name: z.string().trim().min(1, 'Organization name is required').max(100, 'Organization name must be at most 100 characters'),
+});
+export type TSignupInput = z.infer<typeof ZSignupInput>;
+
+/** Sign-in does not apply the sign-up rules: a wrong-shaped password is simply a wrong password. */
+export const ZLoginInput = z.strictObject({
+  email: z.string().trim().max(254).transform((email) => email.toLowerCase()),
+  password: z.string().max(PASSWORD_LIMITS.max),
+});
+export type TLoginInput = z.infer<typeof ZLoginInput>;
+
+export const ZAccountView = z.object({
+  account: z.object({ id: z.string(), email: z.string(), created_at: z.string() }),
+  organization: z.object({ id: z.string(), name: z.string(), plan: z.enum(PLANS), monthly_cap: z.number().int() }),
+});
+export type TAccountView = z.infer<typeof ZAccountView>;
+
+const SESSION_TOKEN = /^als_[A-Za-z0-9_-]{43}$/;
+
+export function generateSessionToken(): { token: string; hash: string } {
+  const token = `als_${randomBytes(32).toString('base64url')}`;
+  return { token, hash: hashSessionToken(token) };
+}
+
+export function hashSessionToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export function looksLikeSessionToken(token: string): boolean {
+  return SESSION_TOKEN.test(token);
+}

@@ -1,0 +1,36 @@
+/** API keys as the dashboard manages them: always within the signed-in organization. */
+import { z } from 'zod';
+import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
+import type { Clock } from '../domain/time';
+import type { ApiKeyRepository, ApiKeyView } from '../db/apiKeyRepository';
+import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
+
+export const ZApiKeyName = z.string().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
+export const ZCreateApiKeyInput = z.strictObject({ name: ZApiKeyName });
+export const ZRevokeApiKeyInput = z.strictObject({ id: z.string().min(1).max(100) });
+
+export class ApiKeyService {
+  constructor(
+    private readonly keys: ApiKeyRepository,
+    private readonly auth: ApiKeyAuthenticator,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Creates a key; the answer is the only place its value ever appears. */
+  async create(principal: SessionPrincipal, name: string): Promise<{ key: string; apiKey: ApiKeyView }> {
+    const { doc, key } = await this.keys.create(principal.tenant, name, this.clock.now());
+    return { key, apiKey: this.keys.view(doc) };
+  }
+
+  async list(principal: SessionPrincipal): Promise<ApiKeyView[]> {
+    return (await this.keys.listNewestFirst(principal.tenant)).map((doc) => this.keys.view(doc));
+  }
+
+  /** Revokes at once: the next API request with the key is refused, in this process and every other. */
+  async revoke(principal: SessionPrincipal, keyId: string): Promise<ApiKeyView> {
+    const doc = await this.keys.revokeInOrg(principal.tenant, keyId, this.clock.now());
+    if (!doc) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    this.auth.forget(doc._id);
+    return this.keys.view(doc);
+  }
+}

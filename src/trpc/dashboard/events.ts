@@ -1,0 +1,13 @@
+/** The events explorer: the same schemas and service as /v1's list and get, read with the session's organization. */
+import { ZEvent, ZGetEventInput, ZListEventsInput, ZListEventsOutput } from '../../domain/event';
+import { sessionProcedure } from '../init';
+
+export const listSessionEvents = sessionProcedure
+  .input(ZListEventsInput)
+  .output(ZListEventsOutput)
+  .query(({ ctx, input }) => ctx.services.events.list(ctx.principal, input));
+
+export const getSessionEvent = sessionProcedure
+  .input(ZGetEventInput)
+  .output(ZEvent)
+  .query(({ ctx, input }) => ctx.services.events.get(ctx.principal, input.id));

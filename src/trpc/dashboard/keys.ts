@@ -1,0 +1,9 @@
+/** The API Keys area: create (value shown once), list, revoke. */
+import { ZCreateApiKeyInput, ZRevokeApiKeyInput } from '../../services/apiKeys';
+import { sessionProcedure } from '../init';
+
+export const listKeys = sessionProcedure.query(({ ctx }) => ctx.services.keys.list(ctx.principal));
+
+export const createKey = sessionProcedure.input(ZCreateApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.create(ctx.principal, input.name));
+
+export const revokeKey = sessionProcedure.input(ZRevokeApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.revoke(ctx.principal, input.id));

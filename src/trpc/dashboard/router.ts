@@ -1,0 +1,14 @@
+/** Everything the dashboard calls besides sign-in: session-authenticated, on /trpc only, not in openapi.json. */
+import { router } from '../init';
+import { login, logout, me, signup } from './account';
+import { getSessionEvent, listSessionEvents } from './events';
+import { createKey, listKeys, revokeKey } from './keys';
+import { usageSummary } from './usage';
+
+export const accountRouter = router({ signup, login, logout, me });
+
+export const dashboardRouter = router({
+  keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
+  events: router({ list: listSessionEvents, get: getSessionEvent }),
+  usage: usageSummary,
+});
