@@ -9,8 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import type { Config, Plan } from '../../src/config/env';
 import type { Clock } from '../../src/domain/time';
-import { createHttpApp, type HttpApp } from '../../src/http/app';
+import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
+import type { ThrottlePolicy } from '../../src/services/authThrottle';
 import { createServices, type Services } from '../../src/services/container';
 
 export const DEFAULT_CAPS: Config['planCaps'] = { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 };
@@ -50,6 +51,8 @@ export async function startTestApp(options: {
   planCaps?: Config['planCaps'];
   /** Receives the app's log lines (at info level) instead of discarding them. */
   logTo?: { write(line: string): void };
+  throttle?: ThrottlePolicy;
+  http?: HttpOptions;
 }): Promise<TestApp> {
   const client = new MongoClient(mongoUri());
   await client.connect();
@@ -57,8 +60,8 @@ export async function startTestApp(options: {
   const db = client.db(dbName);
   const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
-  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS }, clock, log);
-  const http = createHttpApp(services);
+  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS }, clock, log, { throttle: options.throttle });
+  const http = createHttpApp(services, options.http);
   const server: Server = createServer(http.koa.callback());
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -1,0 +1,39 @@
+/** Events received per day as an SVG bar chart; every bar has a tooltip, and the whole has a text summary. */
+import { formatNumber } from '../lib/format';
+
+export function DailyChart({ days }: { days: { date: string; count: number }[] }) {
+  const max = Math.max(1, ...days.map((d) => d.count));
+  const total = days.reduce((sum, d) => sum + d.count, 0);
+  const width = 720;
+  const height = 180;
+  const gap = 4;
+  const barWidth = (width - gap * (days.length - 1)) / days.length;
+  const label = (date: string) => new Date(`${date}T00:00:00Z`).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+  return (
+    <figure className="daily-chart">
+      <svg viewBox={`0 0 ${width} ${height + 24}`} role="img" aria-label={`Events per day, last ${days.length} days: ${formatNumber(total)} in all, at most ${formatNumber(max)} in one day`}>
+        {[0.25, 0.5, 0.75, 1].map((f) => (
+          <line key={f} x1={0} x2={width} y1={height - height * f} y2={height - height * f} className="grid" />
+        ))}
+        {days.map((d, i) => {
+          const h = d.count === 0 ? 0 : Math.max(2, (d.count / max) * height);
+          return (
+            <rect key={d.date} x={i * (barWidth + gap)} y={height - h} width={barWidth} height={h} rx={2} className="bar">
+              <title>{`${label(d.date)}: ${formatNumber(d.count)} events`}</title>
+            </rect>
+          );
+        })}
+        {days.map((d, i) =>
+          i % 7 === 0 || i === days.length - 1 ? (
+            <text key={d.date} x={i * (barWidth + gap) + barWidth / 2} y={height + 17} textAnchor="middle" className="axis">
+              {label(d.date)}
+            </text>
+          ) : null,
+        )}
+      </svg>
+      <figcaption className="muted">
+        {formatNumber(total)} events received in the last {days.length} days (UTC days); busiest day {formatNumber(max === 1 && total === 0 ? 0 : max)}.
+      </figcaption>
+    </figure>
+  );
+}

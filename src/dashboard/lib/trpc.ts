@@ -1,0 +1,31 @@
+/** The dashboard's only way to the server: a tRPC client typed by the server's own router. */
+import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
+import type { AppRouter } from '../../trpc/router';
+
+export const trpc = createTRPCClient<AppRouter>({
+  links: [httpBatchLink({ url: '/trpc' })],
+});
+
+interface ErrorData {
+  httpStatus?: number;
+  appCode?: string;
+  fields?: string[];
+}
+
+function dataOf(error: unknown): ErrorData | undefined {
+  return error instanceof TRPCClientError ? (error.data as ErrorData | undefined) : undefined;
+}
+
+/** The server's message when there is one; a network failure gets a sentence that says what to do. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof TRPCClientError && dataOf(error)) return error.message;
+  return 'Could not reach Audit Ledger. Check your connection and try again.';
+}
+
+export function errorStatus(error: unknown): number | undefined {
+  return dataOf(error)?.httpStatus;
+}
+
+export function isNotSignedIn(error: unknown): boolean {
+  return dataOf(error)?.appCode === 'NOT_SIGNED_IN';
+}

@@ -1,0 +1,100 @@
+/** One event: every field, metadata as formatted JSON, and the before/after diff of a field change. */
+import { useQuery } from '@tanstack/react-query';
+import { Link, useLocation, useParams } from 'react-router';
+import { CopyButton } from '../components/CopyButton';
+import { FieldDiff, fieldChangeOf } from '../components/FieldDiff';
+import { EmptyState, ErrorState, LoadingRows } from '../components/States';
+import { formatDateTime } from '../lib/format';
+import { errorStatus, trpc } from '../lib/trpc';
+
+export function EventDetailPage() {
+  const { id = '' } = useParams();
+  const location = useLocation();
+  const event = useQuery({ queryKey: ['events', 'get', id], queryFn: () => trpc.dashboard.events.get.query({ id }), retry: false });
+  const back = (
+    <Link className="back-link" to={{ pathname: '/events', search: location.search }}>
+      ← Back to events
+    </Link>
+  );
+
+  if (event.isPending) {
+    return (
+      <div className="page">
+        {back}
+        <LoadingRows rows={6} label="Loading event…" />
+      </div>
+    );
+  }
+  if (event.isError) {
+    return (
+      <div className="page">
+        {back}
+        {errorStatus(event.error) === 404 ? (
+          <EmptyState title="Event not found">It does not exist, or it belongs to another organization.</EmptyState>
+        ) : (
+          <ErrorState error={event.error} onRetry={() => void event.refetch()} />
+        )}
+      </div>
+    );
+  }
+
+  const e = event.data;
+  const change = fieldChangeOf(e.metadata);
+  const metadataJson = JSON.stringify(e.metadata, null, 2);
+  const fields: [string, string | null][] = [
+    ['id', e.id],
+    ['timestamp', e.timestamp],
+    ['actor_id', e.actor_id],
+    ['actor_name', e.actor_name],
+    ['actor_email', e.actor_email],
+    ['action', e.action],
+    ['resource_type', e.resource_type],
+    ['resource_id', e.resource_id],
+    ['resource_name', e.resource_name],
+    ['organization_id', e.organization_id],
+    ['api_key_id', e.api_key_id],
+  ];
+  return (
+    <div className="page">
+      {back}
+      <header className="page-header">
+        <div>
+          <h1>
+            <code className="action">{e.action}</code>
+          </h1>
+          <p className="muted">
+            {e.actor_name ?? e.actor_id} on {e.resource_type} {e.resource_name ?? e.resource_id} · {formatDateTime(e.timestamp)}
+          </p>
+        </div>
+      </header>
+      {change && (
+        <section className="card">
+          <h2>Change</h2>
+          <FieldDiff change={change} />
+        </section>
+      )}
+      <div className="detail-grid">
+        <section className="card">
+          <h2>Fields</h2>
+          <dl className="fields">
+            {fields.map(([name, value]) => (
+              <div key={name} className="field-row">
+                <dt>{name}</dt>
+                <dd>{value === null ? <span className="muted">null</span> : name === 'timestamp' ? <>{value} <span className="muted">({formatDateTime(value)})</span></> : <code>{value}</code>}</dd>
+              </div>
+            ))}
+          </dl>
+        </section>
+        <section className="card">
+          <div className="card-title-row">
+            <h2>Metadata</h2>
+            <CopyButton text={metadataJson} label="Copy JSON" />
+          </div>
+          <pre className="json" data-testid="metadata-json" tabIndex={0}>
+            {metadataJson}
+          </pre>
+        </section>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,164 @@
+/** API keys: create (value shown once), list, revoke after confirmation. */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { CopyButton } from '../components/CopyButton';
+import { EmptyState, ErrorState, LoadingRows } from '../components/States';
+import { formatDateTime, formatRelative } from '../lib/format';
+import { errorMessage, trpc } from '../lib/trpc';
+
+type KeyView = Awaited<ReturnType<typeof trpc.dashboard.keys.list.query>>[number];
+
+export function KeysPage() {
+  const queryClient = useQueryClient();
+  const keys = useQuery({ queryKey: ['keys'], queryFn: () => trpc.dashboard.keys.list.query() });
+  const [name, setName] = useState('');
+  const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
+  const [revoking, setRevoking] = useState<KeyView | null>(null);
+
+  const create = useMutation({
+    mutationFn: () => trpc.dashboard.keys.create.mutate({ name }),
+    onSuccess: (result) => {
+      setCreated({ key: result.key, name: result.apiKey.name });
+      setName('');
+      void queryClient.invalidateQueries({ queryKey: ['keys'] });
+    },
+  });
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+
+  return (
+    <div className="page">
+      <header className="page-header">
+        <div>
+          <h1>API keys</h1>
+          <p className="muted">Applications send events with a key in <code>Authorization: Bearer …</code>. Revoked keys stop working at once.</p>
+        </div>
+      </header>
+
+      <section className="card">
+        <h2>Create a key</h2>
+        <form className="inline-form" onSubmit={submit}>
+          <label className="field grow">
+            <span>Name</span>
+            <input name="key-name" placeholder="e.g. billing-service production" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} required />
+          </label>
+          <button type="submit" className="button primary" disabled={create.isPending || name.trim() === ''}>
+            {create.isPending ? 'Creating…' : 'Create key'}
+          </button>
+        </form>
+        {create.isError && (
+          <p className="form-error" role="alert">
+            {errorMessage(create.error)}
+          </p>
+        )}
+        {created && (
+          <div className="new-key callout warning" role="status">
+            <h3>Copy the key “{created.name}” now</h3>
+            <p>This is the only time it is shown. Store it in your secret manager; if it is lost, create another and revoke this one.</p>
+            <div className="code-block single">
+              <input id="new-key-value" data-testid="new-key-value" readOnly value={created.key} onFocus={(e) => e.target.select()} aria-label="New API key" />
+              <CopyButton text={created.key} targetId="new-key-value" />
+            </div>
+            <button type="button" className="button ghost" onClick={() => setCreated(null)}>
+              I have stored it
+            </button>
+          </div>
+        )}
+      </section>
+
+      <section className="card flush">
+        <h2 className="card-title">Keys</h2>
+        {keys.isPending ? (
+          <LoadingRows rows={3} />
+        ) : keys.isError ? (
+          <ErrorState error={keys.error} onRetry={() => void keys.refetch()} />
+        ) : keys.data.length === 0 ? (
+          <EmptyState title="No keys yet">Create one above to start sending events.</EmptyState>
+        ) : (
+          <div className="table-wrap">
+            <table className="table">
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Key</th>
+                  <th>Created</th>
+                  <th>Last used</th>
+                  <th>Status</th>
+                  <th>
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.data.map((k) => (
+                  <tr key={k.id} data-testid={`key-row-${k.name}`}>
+                    <td>{k.name}</td>
+                    <td>
+                      <code>
+                        {k.prefix}…{k.last4}
+                      </code>
+                    </td>
+                    <td>{formatDateTime(k.created_at)}</td>
+                    <td title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>{k.last_used_at ? formatRelative(k.last_used_at) : 'Never'}</td>
+                    <td>
+                      <span className={`badge ${k.status}`}>{k.status === 'active' ? 'Active' : 'Revoked'}</span>
+                      {k.revoked_at && <div className="muted small">{formatDateTime(k.revoked_at)}</div>}
+                    </td>
+                    <td className="actions">
+                      {k.status === 'active' && (
+                        <button type="button" className="button danger-outline small" onClick={() => setRevoking(k)}>
+                          Revoke
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+      {revoking && <RevokeDialog apiKey={revoking} onClose={() => setRevoking(null)} />}
+    </div>
+  );
+}
+
+/** A modal confirmation (native <dialog>: focus is held inside, Escape cancels). */
+function RevokeDialog({ apiKey, onClose }: { apiKey: KeyView; onClose: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const queryClient = useQueryClient();
+  const revoke = useMutation({
+    mutationFn: () => trpc.dashboard.keys.revoke.mutate({ id: apiKey.id }),
+    onSuccess: async () => {
+      await queryClient.invalidateQueries({ queryKey: ['keys'] });
+      onClose();
+    },
+  });
+  useEffect(() => {
+    ref.current?.showModal();
+  }, []);
+  return (
+    <dialog ref={ref} className="dialog" onClose={onClose} aria-labelledby="revoke-title">
+      <h2 id="revoke-title">Revoke “{apiKey.name}”?</h2>
+      <p>
+        Requests with <code>{apiKey.prefix}…{apiKey.last4}</code> will be refused with <code>401 Invalid API key</code> from now on. This cannot be undone.
+      </p>
+      {revoke.isError && (
+        <p className="form-error" role="alert">
+          {errorMessage(revoke.error)}
+        </p>
+      )}
+      <div className="dialog-actions">
+        <button type="button" className="button secondary" onClick={onClose} autoFocus>
+          Cancel
+        </button>
+        <button type="button" className="button danger" onClick={() => revoke.mutate()} disabled={revoke.isPending}>
+          {revoke.isPending ? 'Revoking…' : 'Revoke key'}
+        </button>
+      </div>
+    </dialog>
+  );
+}

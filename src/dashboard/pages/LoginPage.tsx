@@ -1,0 +1,67 @@
+/** Sign-in. The message for any failure is the server's one generic sentence. */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
+import { AuthFrame } from '../components/AuthForm';
+import { FullPageLoading } from '../components/FullPageLoading';
+import { ME_KEY, useMe } from '../lib/session';
+import { errorMessage, trpc } from '../lib/trpc';
+
+/** Only paths of this site: `next` comes from the URL, so it must not send anyone elsewhere. */
+export function safeNext(next: string | null): string {
+  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+export function LoginPage() {
+  const me = useMe();
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const login = useMutation({
+    mutationFn: () => trpc.account.login.mutate({ email, password }),
+    onSuccess: (view) => {
+      queryClient.setQueryData(ME_KEY, view);
+      void navigate(safeNext(params.get('next')), { replace: true });
+    },
+  });
+
+  if (me.isPending) return <FullPageLoading />;
+  if (me.data) return <Navigate to={safeNext(params.get('next'))} replace />;
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    login.mutate();
+  };
+  return (
+    <AuthFrame
+      title="Log in"
+      subtitle="Who did what, to which resource, and when."
+      footer={
+        <>
+          New to Audit Ledger? <Link to="/signup">Create an account</Link>
+        </>
+      }
+    >
+      <form onSubmit={submit} className="stack" noValidate>
+        <label className="field">
+          <span>Email</span>
+          <input type="email" name="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} autoFocus />
+        </label>
+        <label className="field">
+          <span>Password</span>
+          <input type="password" name="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+        </label>
+        {login.isError && (
+          <p className="form-error" role="alert">
+            {errorMessage(login.error)}
+          </p>
+        )}
+        <button type="submit" className="button primary wide" disabled={login.isPending}>
+          {login.isPending ? 'Logging in…' : 'Log in'}
+        </button>
+      </form>
+    </AuthFrame>
+  );
+}
