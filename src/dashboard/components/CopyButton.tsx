@@ -10,6 +10,12 @@ export function CopyButton({ text, label = 'Copy', targetId }: { text: string; l
     } catch {
       const target = targetId ? document.getElementById(targetId) : null;
       if (target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement) target.select();
+      else if (target) {
+        const range = document.createRange();
+        range.selectNodeContents(target);
+        window.getSelection()?.removeAllRanges();
+        window.getSelection()?.addRange(range);
+      }
       setState('select');
     }
     window.setTimeout(() => setState('idle'), 2500);

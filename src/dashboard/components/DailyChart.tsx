@@ -11,7 +11,7 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
   const label = (date: string) => new Date(`${date}T00:00:00Z`).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
   return (
     <figure className="daily-chart">
-      <svg viewBox={`0 0 ${width} ${height + 24}`} role="img" aria-label={`Events per day, last ${days.length} days: ${formatNumber(total)} in all, at most ${formatNumber(max)} in one day`}>
+      <svg viewBox={`0 -18 ${width} ${height + 42}`} role="img" aria-label={`Events per day, last ${days.length} days: ${formatNumber(total)} in all, at most ${formatNumber(max)} in one day`}>
         {[0.25, 0.5, 0.75, 1].map((f) => (
           <line key={f} x1={0} x2={width} y1={height - height * f} y2={height - height * f} className="grid" />
         ))}
@@ -23,16 +23,23 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
             </rect>
           );
         })}
-        {days.map((d, i) =>
-          i % 7 === 0 || i === days.length - 1 ? (
-            <text key={d.date} x={i * (barWidth + gap) + barWidth / 2} y={height + 17} textAnchor="middle" className="axis">
-              {label(d.date)}
+        <text x={0} y={-6} className="axis">
+          {formatNumber(max)} events
+        </text>
+        {days.map((d, i) => {
+          // Weekly labels counted back from today, so today is always labelled; the last one is right-aligned.
+          const fromEnd = days.length - 1 - i;
+          if (fromEnd % 7 !== 0) return null;
+          const last = fromEnd === 0;
+          return (
+            <text key={d.date} x={last ? width : i * (barWidth + gap) + barWidth / 2} y={height + 17} textAnchor={last ? 'end' : 'middle'} className="axis">
+              {last ? 'Today' : label(d.date)}
             </text>
-          ) : null,
-        )}
+          );
+        })}
       </svg>
       <figcaption className="muted">
-        {formatNumber(total)} events received in the last {days.length} days (UTC days); busiest day {formatNumber(max === 1 && total === 0 ? 0 : max)}.
+        {formatNumber(total)} events received in the last {days.length} days (UTC days); busiest day {formatNumber(total === 0 ? 0 : max)}.
       </figcaption>
     </figure>
   );

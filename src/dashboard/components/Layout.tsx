@@ -49,7 +49,9 @@ export function Layout() {
         </nav>
         <div className="sidebar-footer">
           <div className="org">
-            <span className="org-name">{organization.name}</span>
+            <span className="org-name" title={organization.name}>
+              {organization.name}
+            </span>
             <span className="badge plan">{organization.plan} plan</span>
           </div>
           <div className="account-email" title={account.email}>

@@ -10,7 +10,8 @@ export interface UsageMeterProps {
 
 export function UsageMeter({ used, cap, state, compact = false }: UsageMeterProps) {
   const percent = cap > 0 ? Math.min(100, (used / cap) * 100) : 100;
-  const shown = percent >= 10 || percent === 0 ? Math.floor(percent) : Math.floor(percent * 10) / 10;
+  // Never "0%" once something is used, never "100%" before the cap is reached.
+  const shown = used > 0 && percent < 0.1 ? '<0.1' : percent >= 10 ? String(Math.min(Math.floor(percent), used < cap ? 99 : 100)) : String(Math.floor(percent * 10) / 10);
   return (
     <div className={`usage-meter ${state}${compact ? ' compact' : ''}`}>
       <div className="usage-numbers">

@@ -157,20 +157,20 @@ export function EventsPage() {
                     const change = fieldChangeOf(event.metadata);
                     return (
                       <tr key={event.id} data-testid="event-row">
-                        <td className="nowrap">
+                        <td className="nowrap" data-label="Time">
                           <Link className="row-link" to={{ pathname: `/events/${event.id}`, search: search.toString() }}>
                             {formatDateTime(event.timestamp)}
                           </Link>
                         </td>
-                        <td>
+                        <td data-label="Actor">
                           <div>{event.actor_name ?? event.actor_id}</div>
                           {event.actor_name && <div className="muted small">{event.actor_id}</div>}
                         </td>
-                        <td>
+                        <td data-label="Action">
                           <code className="action">{event.action}</code>
                           {change && <span className="badge change">{change.field} changed</span>}
                         </td>
-                        <td>
+                        <td data-label="Resource">
                           <div>{event.resource_name ?? event.resource_id}</div>
                           <div className="muted small">
                             {event.resource_type}

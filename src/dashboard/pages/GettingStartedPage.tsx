@@ -15,7 +15,7 @@ export function curlExample(baseUrl: string): string {
     `curl -X POST ${baseUrl}/v1/events \\`,
     `  -H "Authorization: Bearer $AUDIT_LEDGER_API_KEY" \\`,
     `  -H "Content-Type: application/json" \\`,
-    `  -d '${JSON.stringify(body)}'`,
+    `  -d '${JSON.stringify(body, null, 2).replaceAll('\n', '\n  ')}'`,
   ].join('\n');
 }
 
@@ -48,7 +48,9 @@ export function GettingStartedPage() {
             Put the key in <code>AUDIT_LEDGER_API_KEY</code> (<code>export AUDIT_LEDGER_API_KEY=alk_…</code>) and run:
           </p>
           <div className="code-block">
-            <textarea id="curl-example" readOnly value={example} rows={5} spellCheck={false} aria-label="curl example" />
+            <pre id="curl-example" className="code" aria-label="curl example" tabIndex={0}>
+              {example}
+            </pre>
             <CopyButton text={example} targetId="curl-example" />
           </div>
           <p className="muted small">

@@ -95,15 +95,15 @@ export function KeysPage() {
               <tbody>
                 {keys.data.map((k) => (
                   <tr key={k.id} data-testid={`key-row-${k.name}`}>
-                    <td>{k.name}</td>
-                    <td>
+                    <td data-label="Name">{k.name}</td>
+                    <td data-label="Key">
                       <code>
                         {k.prefix}…{k.last4}
                       </code>
                     </td>
-                    <td>{formatDateTime(k.created_at)}</td>
-                    <td title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>{k.last_used_at ? formatRelative(k.last_used_at) : 'Never'}</td>
-                    <td>
+                    <td data-label="Created">{formatDateTime(k.created_at)}</td>
+                    <td data-label="Last used" title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>{k.last_used_at ? formatRelative(k.last_used_at) : 'Never'}</td>
+                    <td data-label="Status">
                       <span className={`badge ${k.status}`}>{k.status === 'active' ? 'Active' : 'Revoked'}</span>
                       {k.revoked_at && <div className="muted small">{formatDateTime(k.revoked_at)}</div>}
                     </td>

@@ -1,0 +1,280 @@
+/**
+ * The dashboard end to end, in a real headless Chromium against the real server and database:
+ * sign up, create a key, send events with it over REST, find one by actor and by date range, open
+ * its diff, export CSV and check the file, revoke the key and see the API refuse it, log out.
+ * Screenshots of each main page go to test-artifacts/screenshots.
+ */
+import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { parse } from 'csv-parse/sync';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
+import { CSV_COLUMNS } from '../../src/domain/event';
+import { call, createEvent } from '../helpers/api';
+import { artifactPath, launchChromium } from '../helpers/browser';
+import { startTestApp, type TestApp } from '../helpers/harness';
+import { uniqueEmail } from '../helpers/webSession';
+
+jest.setTimeout(180_000);
+
+let app: TestApp;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+/** Console errors and uncaught exceptions, CSP violations included: a working page has none. */
+const pageProblems: string[] = [];
+/** Set while the test itself provokes a 401 (a wrong password), which the browser logs as a failed load. */
+let expecting401 = false;
+
+/** Polls until `check` gives `expected` (the page updates asynchronously); fails with the last value seen. */
+async function eventually<T>(check: () => Promise<T>, expected: T, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T = await check();
+  while (last !== expected && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    last = await check();
+  }
+  expect(last).toBe(expected);
+}
+
+const shot = (name: string) => page.screenshot({ path: artifactPath('screenshots', `${name}.png`), fullPage: true });
+
+beforeAll(async () => {
+  if (!existsSync(`${DASHBOARD_DIR}/index.html`)) throw new Error('The dashboard is not built: `npm test` builds it first; alone, run `npm run build`.');
+  app = await startTestApp({ label: 'browser' });
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true, locale: 'en-US', timezoneId: 'UTC' });
+  page = await context.newPage();
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    if (expecting401 && /status of 401/.test(msg.text())) return;
+    pageProblems.push(`console: ${msg.text()}`);
+  });
+  page.on('pageerror', (error) => pageProblems.push(`pageerror: ${error.message}`));
+});
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await app?.close();
+});
+
+const email = uniqueEmail('e2e');
+const password = 'correct horse battery staple';
+let apiKey = '';
+const DAY = 86_400_000;
+
+describe('the dashboard in a browser', () => {
+  it('signs up and lands on getting started with a curl example for this server', async () => {
+    await page.goto(`${app.url}/`);
+    await page.waitForURL('**/login?next=%2F');
+    await shot('01-login');
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await page.getByLabel('Work email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByLabel('Organization name').fill('Acme Security');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL('**/start');
+    await page.getByRole('heading', { name: 'Getting started' }).waitFor();
+    const example = (await page.getByLabel('curl example').textContent()) ?? '';
+    expect(example).toContain(`curl -X POST ${app.url}/v1/events`);
+    expect(example).toContain('Authorization: Bearer $AUDIT_LEDGER_API_KEY');
+    expect(await page.locator('.org-name').textContent()).toBe('Acme Security');
+    await shot('02-getting-started');
+
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === 'al_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+  });
+
+  it('creates an API key, shown once with a warning and a copy button', async () => {
+    await page.getByRole('link', { name: 'Create your first key' }).click();
+    await page.waitForURL('**/keys');
+    await page.getByLabel('Name').fill('billing-service');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const value = page.getByTestId('new-key-value');
+    await value.waitFor();
+    apiKey = await value.inputValue();
+    expect(apiKey).toMatch(/^alk_[A-Za-z0-9_-]{43}$/);
+    await page.getByText('This is the only time it is shown').waitFor();
+    await page.getByRole('button', { name: 'Copy', exact: true }).waitFor();
+    await shot('03-key-created');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await expect(page.getByTestId('new-key-value').count()).resolves.toBe(0);
+    const row = page.getByTestId('key-row-billing-service');
+    expect(await row.textContent()).toContain(`${apiKey.slice(0, 8)}…${apiKey.slice(-4)}`);
+    expect(await row.textContent()).toContain('Active');
+  });
+
+  it('shows events sent with that key over the REST API, newest first', async () => {
+    const now = Date.now();
+    await createEvent(app.url, apiKey, {
+      timestamp: new Date(now - 10 * DAY).toISOString(),
+      actor: { id: 'alice', name: 'Alice Admin' },
+      action: 'user.role_changed',
+      resource: { type: 'user', id: 'user_bob', name: 'Bob' },
+      metadata: { field: 'role', old_value: 'viewer', new_value: 'editor' },
+    });
+    await createEvent(app.url, apiKey, {
+      timestamp: new Date(now - 3 * DAY).toISOString(),
+      actor: { id: 'alice', name: 'Alice Admin', email: 'alice@acme.test' },
+      action: 'user.role_changed',
+      resource: { type: 'user', id: 'user_carol', name: 'Carol' },
+      metadata: { field: 'role', old_value: 'viewer', new_value: 'admin', ip: '203.0.113.9' },
+    });
+    await createEvent(app.url, apiKey, {
+      timestamp: new Date(now - 3600_000).toISOString(),
+      actor: { id: 'bob' },
+      action: 'invoice.created',
+      resource: { type: 'invoice', id: 'inv_42' },
+      metadata: { amount: 1200, currency: 'EUR' },
+    });
+    await createEvent(app.url, apiKey, { actor: { id: 'dave' }, action: 'project.archived', resource: { type: 'project', id: 'prj_7', name: 'Apollo' } });
+
+    await page.getByRole('link', { name: 'Events' }).click();
+    await page.waitForURL('**/events');
+    const rows = page.getByTestId('event-row');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(4);
+    expect(await rows.first().textContent()).toContain('project.archived');
+    expect(await rows.last().textContent()).toContain('user_bob');
+    await shot('04-events');
+  });
+
+  it('finds one event by filtering by actor and by date range, kept in the URL across a reload', async () => {
+    await page.getByLabel('Actor ID').fill('alice');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/actor_id=alice/);
+    const rows = page.getByTestId('event-row');
+    await eventually(() => rows.count(), 2);
+
+    await page.getByLabel('Date range').selectOption('7d');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/range=7d/);
+    await eventually(() => rows.count(), 1);
+    expect(await rows.first().textContent()).toContain('Carol');
+
+    await page.reload();
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(1);
+    expect(await page.getByLabel('Actor ID').inputValue()).toBe('alice');
+    expect(await page.getByLabel('Date range').inputValue()).toBe('7d');
+
+    // A custom range picks the older event instead.
+    await page.getByLabel('Date range').selectOption('custom');
+    const local = (ms: number) => new Date(ms).toISOString().slice(0, 16); // the context runs in UTC
+    await page.getByLabel('From', { exact: true }).fill(local(Date.now() - 12 * DAY));
+    await page.getByLabel('To', { exact: true }).fill(local(Date.now() - 8 * DAY));
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/range=custom/);
+    await eventually(async () => (await rows.count()) === 1 && ((await rows.first().textContent()) ?? '').includes('Bob'), true);
+
+    await page.getByLabel('Date range').selectOption('7d');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await eventually(async () => (await rows.count()) === 1 && ((await rows.first().textContent()) ?? '').includes('Carol'), true);
+    await shot('05-events-filtered');
+  });
+
+  it('opens the event with the keyboard and shows every field, the metadata and the highlighted diff', async () => {
+    await page.locator('a.row-link').first().focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/events\/[0-9a-f-]{36}\?/);
+    const before = page.getByTestId('diff-before');
+    const after = page.getByTestId('diff-after');
+    await before.waitFor();
+    expect(await before.locator('del').allTextContents()).toEqual(['viewer']);
+    expect(await after.locator('ins').allTextContents()).toEqual(['admin']);
+    const metadata = JSON.parse((await page.getByTestId('metadata-json').textContent()) ?? '');
+    expect(metadata).toEqual({ field: 'role', old_value: 'viewer', new_value: 'admin', ip: '203.0.113.9' });
+    for (const text of ['actor_email', 'alice@acme.test', 'resource_name', 'Carol', 'api_key_id']) await page.getByText(text, { exact: true }).first().waitFor();
+    await shot('06-event-detail');
+
+    await page.getByRole('link', { name: '← Back to events' }).click();
+    await page.waitForURL(/\/events\?.*actor_id=alice/);
+  });
+
+  it('exports the current filter as a CSV download with the spec\'s columns', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-csv').click()]);
+    const file = artifactPath('downloads', download.suggestedFilename());
+    await download.saveAs(file);
+    expect(download.suggestedFilename()).toMatch(/\.csv$/);
+    const rows: string[][] = parse(readFileSync(file, 'utf8'));
+    expect(rows[0]).toEqual([...CSV_COLUMNS]);
+    expect(rows).toHaveLength(2);
+    const record = Object.fromEntries(CSV_COLUMNS.map((column, i) => [column, rows[1]?.[i]]));
+    expect(record).toMatchObject({ actor_id: 'alice', actor_name: 'Alice Admin', resource_id: 'user_carol', action: 'user.role_changed' });
+  });
+
+  it('shows usage against the free plan\'s cap and the events-per-day chart', async () => {
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.waitForURL('**/usage');
+    await page.getByText('of 10,000 events this month').waitFor();
+    expect(await page.locator('.usage-numbers strong').textContent()).toBe('4');
+    await page.getByRole('img', { name: /Events per day, last 30 days: 4 in all/ }).waitFor();
+    await shot('07-usage');
+
+    // An operator lowers the cap (CLI or plan change): 4 of 5 is the 80% warning.
+    const orgId = (await app.services.collections.accounts.findOne({ email }))?.org_id ?? '';
+    await app.services.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: 5 } });
+    await page.reload();
+    await page.getByTestId('usage-warning').getByText('You have used 80% of this month').waitFor();
+    await shot('07b-usage-warning');
+    await createEvent(app.url, apiKey);
+    await page.reload();
+    await page.getByTestId('usage-exhausted').getByText('Monthly limit reached.').waitFor();
+    await shot('07c-usage-exhausted');
+    await app.services.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: null } });
+  });
+
+  it('revokes the key after confirmation, and the API refuses it at once', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('button', { name: 'Revoke' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke “billing-service”?' });
+    await dialog.waitFor();
+    await shot('08-revoke-confirm');
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByTestId('key-row-billing-service').getByText('Revoked').waitFor();
+    await shot('09-keys-revoked');
+
+    const refused = await call(`${app.url}/v1/events`, { key: apiKey, body: { actor: { id: 'x' }, action: 'a.b', resource: { type: 't', id: '1' } } });
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toBe('Invalid API key');
+  });
+
+  it('is readable at phone width', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${app.url}/events?actor_id=alice`);
+    await page.getByTestId('event-row').first().waitFor();
+    // Nothing wider than the screen: no sideways scrolling of the page itself.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('10-events-phone');
+    await page.goto(`${app.url}/usage`);
+    await page.getByText('of 10,000 events this month').waitFor();
+    expect(await page.locator('.usage-numbers strong').textContent()).toBe('5');
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('11-usage-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('logs out: back to the sign-in page, and the dashboard needs signing in again', async () => {
+    await page.goto(`${app.url}/events`);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL('**/login');
+    expect((await context.cookies()).find((c) => c.name === 'al_session')).toBeUndefined();
+    await page.goto(`${app.url}/keys`);
+    await page.waitForURL('**/login?next=%2Fkeys');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('not the password');
+    expecting401 = true;
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByText('Invalid email or password').waitFor();
+    expecting401 = false;
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL('**/keys');
+  });
+
+  it('ran without console errors or uncaught exceptions (CSP violations included)', () => {
+    expect(pageProblems).toEqual([]);
+  });
+});
