@@ -28,6 +28,16 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** Codes only the dashboard's procedures and routes give; /v1 never answers with them (openapi.json leaves them out). */
+export const DASHBOARD_ONLY_CODES: readonly ErrorCode[] = [
+  'NOT_SIGNED_IN',
+  'INVALID_CREDENTIALS',
+  'CROSS_SITE_REQUEST',
+  'API_KEY_NOT_FOUND',
+  'EMAIL_TAKEN',
+  'TOO_MANY_ATTEMPTS',
+];
+
 /** The spec's fixed texts (interface.md §7); clients match on them, so they live in one place. */
 export const MESSAGES = {
   missingRequiredFields: 'Missing required fields',

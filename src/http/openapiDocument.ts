@@ -5,7 +5,7 @@
  */
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
-import { ERROR_CODES, type ErrorCode } from '../domain/errors';
+import { DASHBOARD_ONLY_CODES, ERROR_CODES, type ErrorCode } from '../domain/errors';
 import { ZEvent, ZExportEventsInput } from '../domain/event';
 import { appRouter } from '../trpc/router';
 import { REST_PREFIX, SUCCESS_STATUS } from './restApi';
@@ -15,7 +15,7 @@ export const API_VERSION = '1.0.0';
 export const ZErrorBody = z
   .object({
     message: z.string().meta({ description: 'Human-readable; the spec\'s fixed texts, e.g. "Missing required fields"' }),
-    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
+    code: z.enum((Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => !DASHBOARD_ONLY_CODES.includes(code)) as [ErrorCode, ...ErrorCode[]]),
     fields: z.array(z.string()).optional().meta({ description: 'Offending request fields, as dotted paths' }),
   })
   .meta({ id: 'Error' });
