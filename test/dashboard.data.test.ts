@@ -3,7 +3,10 @@
  * the events explorer, the usage meter, the session export, isolation between accounts, and how the
  * built dashboard is served.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
+import { curlExample } from '../src/dashboard/lib/curlExample';
 import { CSV_COLUMNS } from '../src/domain/event';
 import { DEFAULT_THROTTLE } from '../src/services/authThrottle';
 import { call, createEvent, eventBody, query } from './helpers/api';
@@ -221,6 +224,20 @@ describe('usage', () => {
     } finally {
       await clocked.close();
     }
+  });
+});
+
+describe('getting started', () => {
+  it('the curl example works as pasted into a shell, with the key in AUDIT_LEDGER_API_KEY', async () => {
+    const web = await signedIn();
+    const { key } = await web.client.dashboard.keys.create.mutate({ name: 'from the docs' });
+    const { stdout } = await promisify(execFile)('bash', ['-c', `${curlExample(app.url)} --silent --show-error --write-out '\\n%{http_code}'`], {
+      env: { ...process.env, AUDIT_LEDGER_API_KEY: key },
+    });
+    const [body = '', status] = stdout.trim().split('\n');
+    expect(status).toBe('201');
+    expect(JSON.parse(body).event).toMatchObject({ action: 'user.role_changed', metadata: { field: 'role', old_value: 'viewer', new_value: 'admin' } });
+    expect((await web.client.dashboard.events.list.query({})).data).toHaveLength(1);
   });
 });
 
