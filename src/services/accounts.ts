@@ -29,7 +29,10 @@ export class AccountService {
     private readonly throttle: AuthThrottle,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+  ) {
+    // Computed now rather than on the first sign-in with an unknown email, which would otherwise be slower.
+    dummyPasswordHash().catch(() => undefined);
+  }
 
   /** Creates the account and its organization on the free plan, and signs in. */
   async signup(input: TSignupInput, address: string): Promise<StartedSession> {
