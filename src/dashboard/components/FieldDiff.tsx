@@ -3,19 +3,7 @@
  * `new_value`). Strings are compared word by word, anything else as formatted JSON line by line.
  */
 import { type Change, diffLines, diffWordsWithSpace } from 'diff';
-
-export interface FieldChange {
-  field: string;
-  oldValue: unknown;
-  newValue: unknown;
-}
-
-/** The change an event's metadata describes, if it describes one. */
-export function fieldChangeOf(metadata: Record<string, unknown>): FieldChange | null {
-  if (!('field' in metadata) || !('old_value' in metadata) || !('new_value' in metadata)) return null;
-  const field = metadata.field;
-  return { field: typeof field === 'string' ? field : JSON.stringify(field), oldValue: metadata.old_value, newValue: metadata.new_value };
-}
+import type { FieldChange } from '../lib/fieldChange';
 
 function asText(value: unknown): string {
   return typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? 'undefined');

@@ -2,7 +2,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation, useParams } from 'react-router';
 import { CopyButton } from '../components/CopyButton';
-import { FieldDiff, fieldChangeOf } from '../components/FieldDiff';
+import { FieldDiff } from '../components/FieldDiff';
+import { fieldChangeOf } from '../lib/fieldChange';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime } from '../lib/format';
 import { errorStatus, trpc } from '../lib/trpc';

@@ -2,7 +2,7 @@
 import { keepPreviousData, useInfiniteQuery } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { fieldChangeOf } from '../components/FieldDiff';
+import { fieldChangeOf } from '../lib/fieldChange';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import {
   type ExplorerFilters,

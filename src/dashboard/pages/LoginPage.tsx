@@ -4,13 +4,9 @@ import { type FormEvent, useState } from 'react';
 import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
 import { AuthFrame } from '../components/AuthForm';
 import { FullPageLoading } from '../components/FullPageLoading';
+import { safeNext } from '../lib/safeNext';
 import { ME_KEY, useMe } from '../lib/session';
 import { errorMessage, trpc } from '../lib/trpc';
-
-/** Only paths of this site: `next` comes from the URL, so it must not send anyone elsewhere. */
-export function safeNext(next: string | null): string {
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
-}
 
 export function LoginPage() {
   const me = useMe();
