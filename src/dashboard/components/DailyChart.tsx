@@ -11,7 +11,7 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
   const label = (date: string) => new Date(`${date}T00:00:00Z`).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
   return (
     <figure className="daily-chart">
-      <svg viewBox={`0 -18 ${width} ${height + 42}`} role="img" aria-label={`Events per day, last ${days.length} days: ${formatNumber(total)} in all, at most ${formatNumber(max)} in one day`}>
+      <svg viewBox={`0 -30 ${width} ${height + 60}`} role="img" aria-label={`Events per day, last ${days.length} days: ${formatNumber(total)} in all, at most ${formatNumber(max)} in one day`}>
         {[0.25, 0.5, 0.75, 1].map((f) => (
           <line key={f} x1={0} x2={width} y1={height - height * f} y2={height - height * f} className="grid" />
         ))}
@@ -23,7 +23,7 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
             </rect>
           );
         })}
-        <text x={0} y={-6} className="axis">
+        <text x={0} y={-10} className="axis">
           {formatNumber(max)} events
         </text>
         {days.map((d, i) => {
@@ -31,8 +31,11 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
           const fromEnd = days.length - 1 - i;
           if (fromEnd % 7 !== 0) return null;
           const last = fromEnd === 0;
+          const center = i * (barWidth + gap) + barWidth / 2;
+          // Labels near an edge are anchored to it, so they are never cut off.
+          const anchor = last ? 'end' : center < 40 ? 'start' : 'middle';
           return (
-            <text key={d.date} x={last ? width : i * (barWidth + gap) + barWidth / 2} y={height + 17} textAnchor={last ? 'end' : 'middle'} className="axis">
+            <text key={d.date} x={last ? width : anchor === 'start' ? 0 : center} y={height + 22} textAnchor={anchor} className="axis">
               {last ? 'Today' : label(d.date)}
             </text>
           );
