@@ -84,6 +84,13 @@ export class AccountService {
     return { kind: 'session', tenant: session.org_id, accountId: session.account_id, sessionHash: hash };
   }
 
+  /** The signed-in principal, or 401 "Not signed in": every session-only surface asks this. */
+  async requireSession(token: string | undefined): Promise<SessionPrincipal> {
+    const principal = await this.authenticate(token);
+    if (!principal) throw new AppError('NOT_SIGNED_IN', ACCOUNT_MESSAGES.notSignedIn);
+    return principal;
+  }
+
   async view(principal: SessionPrincipal): Promise<TAccountView> {
     const account = await this.accounts.get(principal.accountId);
     if (!account) throw new AppError('NOT_SIGNED_IN', ACCOUNT_MESSAGES.notSignedIn);

@@ -5,7 +5,7 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import { ACCOUNT_MESSAGES, AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
+import { AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
 import { validationError } from '../domain/validation';
 import type { ApiKeyPrincipal, AuthResult, SessionPrincipal } from '../services/auth';
 import type { Services } from '../services/container';
@@ -94,8 +94,7 @@ export const webProcedure = publicProcedure.use(({ ctx, next }) => {
 
 /** The dashboard's procedures: a signed-in session, never an API key (and API-key procedures never take a session). */
 export const sessionProcedure = webProcedure.use(async ({ ctx, next }) => {
-  const principal: SessionPrincipal | null = await ctx.services.accounts.authenticate(ctx.web.cookies.token);
-  if (!principal) throw new AppError('NOT_SIGNED_IN', ACCOUNT_MESSAGES.notSignedIn);
+  const principal: SessionPrincipal = await ctx.services.accounts.requireSession(ctx.web.cookies.token);
   return next({ ctx: { ...ctx, principal } });
 });
 

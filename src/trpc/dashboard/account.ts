@@ -1,29 +1,29 @@
 /** Sign-up, sign-in, sign-out and "who am I": the dashboard's session lifecycle. */
 import { z } from 'zod';
-import { ZAccountView, ZLoginInput, ZSignupInput } from '../../domain/account';
+import { type TAccountView, ZAccountView, ZLoginInput, ZSignupInput } from '../../domain/account';
+import type { StartedSession } from '../../services/accounts';
+import type { Services } from '../../services/container';
+import type { WebContext } from '../context';
 import { sessionProcedure, webProcedure } from '../init';
+
+/** Hands a new session to the browser; the one it held before, if any, is ended (rotation). */
+async function handOver(ctx: { services: Services; web: WebContext }, started: StartedSession): Promise<TAccountView> {
+  await ctx.services.accounts.endSessionOf(ctx.web.cookies.token);
+  ctx.web.cookies.set(started.token, started.expiresAt);
+  return started.view;
+}
 
 /** Creates the account and its free-plan organization, and signs in. */
 export const signup = webProcedure
   .input(ZSignupInput)
   .output(ZAccountView)
-  .mutation(async ({ ctx, input }) => {
-    const started = await ctx.services.accounts.signup(input, ctx.web.clientAddress);
-    await ctx.services.accounts.endSessionOf(ctx.web.cookies.token);
-    ctx.web.cookies.set(started.token, started.expiresAt);
-    return started.view;
-  });
+  .mutation(async ({ ctx, input }) => handOver(ctx, await ctx.services.accounts.signup(input, ctx.web.clientAddress)));
 
-/** Signs in with a new session; any session the browser held before is ended (rotation). */
+/** Signs in with a new session. */
 export const login = webProcedure
   .input(ZLoginInput)
   .output(ZAccountView)
-  .mutation(async ({ ctx, input }) => {
-    const started = await ctx.services.accounts.login(input, ctx.web.clientAddress);
-    await ctx.services.accounts.endSessionOf(ctx.web.cookies.token);
-    ctx.web.cookies.set(started.token, started.expiresAt);
-    return started.view;
-  });
+  .mutation(async ({ ctx, input }) => handOver(ctx, await ctx.services.accounts.login(input, ctx.web.clientAddress)));
 
 /** Ends the session on the server and clears the cookie. */
 export const logout = sessionProcedure.output(z.object({ success: z.literal(true) })).mutation(async ({ ctx }) => {
