@@ -21,19 +21,24 @@ export function FieldDiff({ change }: { change: FieldChange }) {
         {before === after && <span className="badge">unchanged</span>}
       </header>
       <div className="diff-panes">
-        <div className="diff-pane before">
-          <div className="diff-label">Before</div>
-          <pre data-testid="diff-before">
-            {parts.filter((p) => !p.added).map((p, i) => (p.removed ? <del key={i}>{p.value}</del> : <span key={i}>{p.value}</span>))}
-          </pre>
-        </div>
-        <div className="diff-pane after">
-          <div className="diff-label">After</div>
-          <pre data-testid="diff-after">
-            {parts.filter((p) => !p.removed).map((p, i) => (p.added ? <ins key={i}>{p.value}</ins> : <span key={i}>{p.value}</span>))}
-          </pre>
-        </div>
+        <DiffPane side="before" parts={parts} />
+        <DiffPane side="after" parts={parts} />
       </div>
     </section>
+  );
+}
+
+/** One side of the diff: the parts both sides share, plus this side's own, highlighted. */
+function DiffPane({ side, parts }: { side: 'before' | 'after'; parts: Change[] }) {
+  const own = (p: Change) => (side === 'before' ? p.removed : p.added);
+  const other = (p: Change) => (side === 'before' ? p.added : p.removed);
+  const Mark = side === 'before' ? 'del' : 'ins';
+  return (
+    <div className={`diff-pane ${side}`}>
+      <div className="diff-label">{side === 'before' ? 'Before' : 'After'}</div>
+      <pre data-testid={`diff-${side}`}>
+        {parts.filter((p) => !other(p)).map((p, i) => (own(p) ? <Mark key={i}>{p.value}</Mark> : <span key={i}>{p.value}</span>))}
+      </pre>
+    </div>
   );
 }

@@ -1,14 +1,13 @@
 /** The first page of a new account: base URL, how to get a key, and a curl command that works as pasted. */
-import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { CopyButton } from '../components/CopyButton';
 import { curlExample } from '../lib/curlExample';
-import { trpc } from '../lib/trpc';
+import { useApiKeys, useLatestEvent } from '../lib/queries';
 
 export function GettingStartedPage() {
   const baseUrl = window.location.origin;
-  const keys = useQuery({ queryKey: ['keys'], queryFn: () => trpc.dashboard.keys.list.query() });
-  const latest = useQuery({ queryKey: ['events', 'latest'], queryFn: () => trpc.dashboard.events.list.query({ limit: 1 }) });
+  const keys = useApiKeys();
+  const latest = useLatestEvent();
   const hasKey = (keys.data ?? []).some((k) => k.status === 'active');
   const hasEvent = (latest.data?.data.length ?? 0) > 0;
   const example = curlExample(baseUrl);

@@ -1,16 +1,17 @@
 /** API keys: create (value shown once), list, revoke after confirmation. */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { CopyButton } from '../components/CopyButton';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatRelative } from '../lib/format';
+import { KEYS_QUERY_KEY, useApiKeys } from '../lib/queries';
 import { errorMessage, trpc } from '../lib/trpc';
 
 type KeyView = Awaited<ReturnType<typeof trpc.dashboard.keys.list.query>>[number];
 
 export function KeysPage() {
   const queryClient = useQueryClient();
-  const keys = useQuery({ queryKey: ['keys'], queryFn: () => trpc.dashboard.keys.list.query() });
+  const keys = useApiKeys();
   const [name, setName] = useState('');
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
@@ -20,7 +21,7 @@ export function KeysPage() {
     onSuccess: (result) => {
       setCreated({ key: result.key, name: result.apiKey.name });
       setName('');
-      void queryClient.invalidateQueries({ queryKey: ['keys'] });
+      void queryClient.invalidateQueries({ queryKey: KEYS_QUERY_KEY });
     },
   });
 
@@ -133,7 +134,7 @@ function RevokeDialog({ apiKey, onClose }: { apiKey: KeyView; onClose: () => voi
   const revoke = useMutation({
     mutationFn: () => trpc.dashboard.keys.revoke.mutate({ id: apiKey.id }),
     onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: ['keys'] });
+      await queryClient.invalidateQueries({ queryKey: KEYS_QUERY_KEY });
       onClose();
     },
   });
