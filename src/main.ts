@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/env';
 import { connectDatabase, DatabaseStartError } from './db/connect';
 import { systemClock } from './domain/time';
 import { createHttpApp } from './http/app';
+import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
 
@@ -14,14 +15,27 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel);
   const database = await connectDatabase(config, log);
   const services = await createServices(database.db, config, systemClock, log);
-  const { koa } = createHttpApp(services, { defaultMetrics: true, publicUrl: config.publicUrl, trustProxy: config.trustProxy });
+  const { koa, metrics } = createHttpApp(services, {
+    defaultMetrics: true,
+    publicUrl: config.publicUrl,
+    trustProxy: config.trustProxy,
+    trustProxyHops: config.trustProxyHops,
+  });
+
+  const metricsServer = createMetricsServer(metrics);
+  metricsServer.listen(config.metricsPort, config.metricsHost);
+  await once(metricsServer, 'listening');
+  const metricsPort = (metricsServer.address() as AddressInfo).port;
 
   const server = createServer(koa.callback());
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const url = config.publicUrl ?? `http://localhost:${port}`;
-  log.info({ port, url, embeddedDatabase: database.embedded }, `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs)`);
+  log.info(
+    { port, url, metricsPort, embeddedDatabase: database.embedded },
+    `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
+  );
 
   if ((await services.orgs.list()).length === 0) {
     process.stderr.write(
@@ -42,6 +56,7 @@ async function main(): Promise<void> {
     log.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
+    metricsServer.close();
     await services.writer.idle();
     await database.close();
     process.exit(0);

@@ -215,9 +215,21 @@ describe('invalid input gets a 400 that names the problem', () => {
     expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
   });
 
-  test('a body just under 1 MiB is accepted', async () => {
-    const res = await call(events, { key: org.key, body: eventBody({ metadata: { blob: 'x'.repeat(1000 * 1000) } }) });
+  test('a body just under 1 MiB is parsed (whitespace counts), and metadata of exactly 64 KiB is accepted', async () => {
+    // {"blob":"…"} is 11 bytes of JSON around the string.
+    const metadata = { blob: 'x'.repeat(64 * 1024 - 11) };
+    const body = JSON.stringify(eventBody({ metadata })).replace('{', `{${' '.repeat(1000 * 1000 - 70 * 1024)}`);
+    const res = await call(events, { key: org.key, rawBody: body });
     expect(res.status).toBe(201);
+    expect(res.body.event.metadata).toEqual(metadata);
+  });
+
+  test('metadata over 64 KiB as JSON → 400 naming metadata, and nothing is stored', async () => {
+    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const res = await call(events, { key: org.key, body: eventBody({ metadata: { blob: 'x'.repeat(64 * 1024 - 10) } }) });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ message: 'Invalid request: metadata must be at most 65536 bytes as JSON', code: 'VALIDATION_FAILED', fields: ['metadata'] });
+    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
   });
 
   test('a non-JSON content type → 415', async () => {

@@ -10,8 +10,8 @@ async function fill(url: string, org: TestOrg, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await createEvent(url, org.key);
 }
 
-async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+async function metric(metricsUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   if (!line) throw new Error(`metric ${name} not found`);
   return Number(line.split(' ')[1]);
@@ -140,7 +140,7 @@ describe('across two server processes on one database', () => {
     const stored = await app.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
     expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
     await expectGapless(app, org, 30);
-    expect(await metric(one.url, 'ingest_sequence_conflicts_total')).toBeGreaterThan(0);
+    expect(await metric(one.metricsUrl, 'ingest_sequence_conflicts_total')).toBeGreaterThan(0);
   });
 
   test('both processes keep writing one gapless sequence when neither is at the cap', async () => {

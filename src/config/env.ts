@@ -2,6 +2,7 @@
 import { z } from 'zod';
 
 const capValue = z.coerce.number().int().min(0);
+const positive = z.coerce.number().int().min(1);
 
 const ZEnv = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -18,12 +19,49 @@ const ZEnv = z.object({
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
   PUBLIC_URL: z.string().url().optional(),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
+  TRUST_PROXY_HOPS: positive.max(10).default(1),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  DB_TIMEOUT_MS: positive.max(60_000).default(5000),
+  METADATA_MAX_BYTES: positive.max(1024 * 1024).default(64 * 1024),
+  LIST_MAX_BYTES: positive.default(4 * 1024 * 1024),
+  TRPC_MAX_BATCH: positive.max(1000).default(10),
+  RATE_LIMIT_PER_SECOND: positive.default(200),
+  RATE_LIMIT_BURST: positive.default(400),
+  EXPORTS_PER_ORG: positive.default(2),
+  EXPORT_TIMEOUT_MS: positive.default(10 * 60_000),
 });
 
 export type Env = z.infer<typeof ZEnv>;
 
 export const PLANS = ['free', 'pro', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
+
+/** What one request may cost the service; each is a variable above (README, "Configuration"). */
+export interface Limits {
+  /** `metadata` as JSON text, in bytes. */
+  metadataBytes: number;
+  /** A list page's events as JSON, in bytes: a page ends early rather than exceed it. */
+  listPageBytes: number;
+  /** Calls in one /trpc batch. */
+  trpcMaxBatch: number;
+  /** Requests per second per API key (token bucket), and the burst it allows. */
+  ratePerSecond: number;
+  rateBurst: number;
+  /** Exports running at once per organization, and how long one may run. */
+  exportsPerOrg: number;
+  exportTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  metadataBytes: 64 * 1024,
+  listPageBytes: 4 * 1024 * 1024,
+  trpcMaxBatch: 10,
+  ratePerSecond: 200,
+  rateBurst: 400,
+  exportsPerOrg: 2,
+  exportTimeoutMs: 10 * 60_000,
+};
 
 export interface Config {
   port: number;
@@ -35,6 +73,13 @@ export interface Config {
   planCaps: Record<Plan, number>;
   publicUrl: string | undefined;
   trustProxy: boolean;
+  /** Proxies in front of the service whose X-Forwarded-For entries are trusted, counted from the right. */
+  trustProxyHops: number;
+  metricsPort: number;
+  metricsHost: string;
+  /** How long a request waits for an unreachable database before it is answered 503. */
+  dbTimeoutMs: number;
+  limits: Limits;
 }
 
 export class ConfigError extends Error {
@@ -60,5 +105,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     planCaps: { free: e.PLAN_CAP_FREE, pro: e.PLAN_CAP_PRO, enterprise: e.PLAN_CAP_ENTERPRISE },
     publicUrl: e.PUBLIC_URL,
     trustProxy: e.TRUST_PROXY === 'true',
+    trustProxyHops: e.TRUST_PROXY_HOPS,
+    metricsPort: e.METRICS_PORT,
+    metricsHost: e.METRICS_HOST,
+    dbTimeoutMs: e.DB_TIMEOUT_MS,
+    limits: {
+      metadataBytes: e.METADATA_MAX_BYTES,
+      listPageBytes: e.LIST_MAX_BYTES,
+      trpcMaxBatch: e.TRPC_MAX_BATCH,
+      ratePerSecond: e.RATE_LIMIT_PER_SECOND,
+      rateBurst: e.RATE_LIMIT_BURST,
+      exportsPerOrg: e.EXPORTS_PER_ORG,
+      exportTimeoutMs: e.EXPORT_TIMEOUT_MS,
+    },
   };
 }

@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { MongoClient, type Db } from 'mongodb';
+import { MongoClient, type Db, type MongoClientOptions } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config } from '../config/env';
 
@@ -85,7 +85,15 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<{ uri: strin
   }
 }
 
-export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongodbDb' | 'dataDir'>, log: Logger): Promise<Database> {
+/**
+ * Driver options: while the database is unreachable an operation waits at most `timeoutMs` for a server
+ * (the driver's default is 30 s) and then fails, which the API answers as 503 with Retry-After.
+ */
+export function clientOptions(timeoutMs: number): MongoClientOptions {
+  return { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs, maxPoolSize: 50 };
+}
+
+export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongodbDb' | 'dataDir' | 'dbTimeoutMs'>, log: Logger): Promise<Database> {
   let uri = config.mongodbUri ?? runningEmbedded(config.dataDir);
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (!uri) {
@@ -93,7 +101,7 @@ export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongo
     uri = embedded.uri;
     stopEmbedded = embedded.stop;
   }
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, maxPoolSize: 50 });
+  const client = new MongoClient(uri, clientOptions(config.dbTimeoutMs));
   try {
     await client.connect();
   } catch (error) {

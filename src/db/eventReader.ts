@@ -20,6 +20,15 @@ export interface EventQuery {
 
 const NEWEST_FIRST = { ts: -1, _id: -1 } as const;
 
+/** About the size of an event in a JSON response: its text fields and metadata plus the fixed part. */
+function approximateJsonBytes(doc: EventDoc): number {
+  let bytes = 256 + doc.metadata.length;
+  for (const value of [doc.actor_id, doc.actor_name, doc.actor_email, doc.action, doc.resource_type, doc.resource_id, doc.resource_name, doc.organization_id]) {
+    bytes += value?.length ?? 0;
+  }
+  return bytes;
+}
+
 export class EventReader {
   constructor(
     private readonly c: Collections,
@@ -61,16 +70,29 @@ export class EventReader {
     return this.c.events.findOne({ _id: id, tenant: this.tenant });
   }
 
-  /** One page, newest first; fetches one extra row to know whether there is more. */
-  async page(query: EventQuery, limit: number, after?: CursorPosition): Promise<{ rows: EventDoc[]; hasMore: boolean }> {
-    const rows = await this.c.events
+  /**
+   * One page, newest first: up to `limit` rows, fewer when they would pass `maxBytes` as JSON (at least
+   * one row, whatever its size). One row past the page says whether there is more. Rows are read in
+   * small batches, so a page of large events never sits in memory more than once.
+   */
+  async page(query: EventQuery, bounds: { limit: number; maxBytes: number }, after?: CursorPosition): Promise<{ rows: EventDoc[]; hasMore: boolean }> {
+    const cursor = this.c.events
       .find(this.filter(query, after))
       .sort(NEWEST_FIRST)
-      .limit(limit + 1)
-      .toArray();
-    const hasMore = rows.length > limit;
-    if (hasMore) rows.pop();
-    return { rows, hasMore };
+      .limit(bounds.limit + 1)
+      .batchSize(Math.min(bounds.limit + 1, 100));
+    const rows: EventDoc[] = [];
+    let bytes = 0;
+    try {
+      for await (const doc of cursor) {
+        bytes += approximateJsonBytes(doc);
+        if (rows.length === bounds.limit || (rows.length > 0 && bytes > bounds.maxBytes)) return { rows, hasMore: true };
+        rows.push(doc);
+      }
+    } finally {
+      await cursor.close();
+    }
+    return { rows, hasMore: false };
   }
 
   /** Every matching event, newest first, as a database cursor for streaming. */

@@ -6,34 +6,33 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { PLANS } from '../config/env';
+import { text } from './text';
 
 /** NIST SP 800-63B: at least 8 characters; we ask for 12 and cap the length only against abuse. */
 export const PASSWORD_LIMITS = { min: 12, max: 256 } as const;
 
 /** Emails are compared case-insensitively: the stored and looked-up form is trimmed and lower-cased. */
-export const ZEmail = z
-  .string()
+export const ZEmail = text()
   .trim()
   .max(254, 'Email must be at most 254 characters')
   .pipe(z.email('Enter a valid email address'))
   .transform((email) => email.toLowerCase());
 
-export const ZNewPassword = z
-  .string()
+export const ZNewPassword = text()
   .min(PASSWORD_LIMITS.min, `Password must be at least ${PASSWORD_LIMITS.min} characters`)
   .max(PASSWORD_LIMITS.max, `Password must be at most ${PASSWORD_LIMITS.max} characters`);
 
 export const ZSignupInput = z.strictObject({
   email: ZEmail,
   password: ZNewPassword,
-  organization_name: z.string().trim().min(1, 'Organization name is required').max(100, 'Organization name must be at most 100 characters'),
+  organization_name: text().trim().min(1, 'Organization name is required').max(100, 'Organization name must be at most 100 characters'),
 });
 export type TSignupInput = z.infer<typeof ZSignupInput>;
 
 /** Sign-in does not apply the sign-up rules: a wrong-shaped password is simply a wrong password. */
 export const ZLoginInput = z.strictObject({
-  email: z.string().trim().max(254).transform((email) => email.toLowerCase()),
-  password: z.string().max(PASSWORD_LIMITS.max),
+  email: text().trim().max(254).transform((email) => email.toLowerCase()),
+  password: text().max(PASSWORD_LIMITS.max),
 });
 export type TLoginInput = z.infer<typeof ZLoginInput>;
 

@@ -26,6 +26,13 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** The token of an `Authorization: Bearer <token>` header; undefined when there is none. */
+export function bearerToken(header: string | string[] | undefined): string | undefined {
+  return typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
+}
+
 /** Cheap shape check so malformed tokens never reach the database. */
 export function looksLikeApiKey(token: string): boolean {
   return KEY_PATTERN.test(token);

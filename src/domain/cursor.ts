@@ -1,9 +1,13 @@
 /**
  * Keyset cursors over the list order (timestamp desc, id desc). The pair is one key: the next page
  * starts strictly after (timestamp, id), so equal timestamps neither repeat nor skip rows.
- * Opaque to clients: base64url of a small JSON document.
+ * Opaque to clients: base64url of a small JSON document. Only what `encodeCursor` can produce decodes.
  */
 import { AppError } from './errors';
+import { isEventId } from './event';
+
+// The instants a Date can hold; beyond them `new Date(t)` is invalid and no query should see it.
+const MAX_TIME_MS = 8.64e15;
 
 export interface CursorPosition {
   timestamp: Date;
@@ -19,7 +23,7 @@ export function decodeCursor(cursor: string): CursorPosition {
     const raw: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof raw === 'object' && raw !== null && 't' in raw && 'i' in raw) {
       const { t, i } = raw;
-      if (typeof t === 'number' && Number.isFinite(t) && typeof i === 'string' && i.length <= 64) {
+      if (typeof t === 'number' && Math.abs(t) <= MAX_TIME_MS && typeof i === 'string' && isEventId(i)) {
         return { timestamp: new Date(t), id: i };
       }
     }

@@ -17,11 +17,14 @@ export const ERROR_CODES = {
   API_KEY_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
+  EVENT_REFUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   PAYLOAD_TOO_LARGE: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
   EMAIL_TAKEN: { status: 409, trpc: 'CONFLICT' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
   MONTHLY_LIMIT_REACHED: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
   TOO_MANY_ATTEMPTS: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
+  RATE_LIMITED: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
+  TOO_MANY_EXPORTS: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
   INTERNAL_ERROR: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
   SERVICE_UNAVAILABLE: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
 } as const;
@@ -47,6 +50,8 @@ export const MESSAGES = {
   eventNotFound: 'Event not found',
   monthlyLimitReached: 'Monthly event limit reached',
   internal: 'Internal server error',
+  eventRefused: 'The event store refused this event, so it was not stored',
+  writeUnconfirmed: 'The event store did not confirm the write; retry later',
 } as const;
 
 /** The dashboard's texts. Sign-in failures say the same thing whatever was wrong, so they reveal no emails. */
@@ -63,6 +68,8 @@ export const ACCOUNT_MESSAGES = {
 export interface ErrorDetails {
   /** Offending request fields, as dotted paths (`actor.id`). */
   fields?: string[];
+  /** Seconds after which a retry may succeed: sent as `Retry-After`. */
+  retryAfter?: number;
 }
 
 export class AppError extends Error {
@@ -78,6 +85,11 @@ export class AppError extends Error {
 
   get status(): number {
     return ERROR_CODES[this.code].status;
+  }
+
+  /** The `Retry-After` value in seconds, when waiting can help. */
+  get retryAfter(): number | undefined {
+    return this.details.retryAfter;
   }
 }
 

@@ -3,6 +3,7 @@
  * Field names follow interface.md §2.1 and §4.1 to the letter.
  */
 import { z } from 'zod';
+import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
 
 /** The issue message that marks a required field as absent; see `domain/validation.ts`. */
@@ -31,15 +32,13 @@ const required = (what: string) => ({
 });
 
 /** A required identifier-like string: absent or empty counts as missing (spec rule 4.1.1). */
-const requiredId = z
-  .string(required('a string'))
+const requiredId = text(required('a string'))
   .min(1, REQUIRED)
   .max(LIMITS.id, `must be at most ${LIMITS.id} characters`);
 
 /** An optional string; null is accepted as "not given", which is how many clients spell absence. */
 const optionalText = (max: number) =>
-  z
-    .string({ error: 'must be a string' })
+  text({ error: 'must be a string' })
     .max(max, `must be at most ${max} characters`)
     .nullish();
 
@@ -60,8 +59,7 @@ export const ZMetadata = z
   })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
-const ZEventTimestampInput = z
-  .string({ error: 'must be an ISO 8601 datetime string' })
+const ZEventTimestampInput = text({ error: 'must be an ISO 8601 datetime string' })
   .max(64, 'must be an ISO 8601 datetime')
   .refine((text) => parseIsoDateTime(text) !== null, {
     error: 'must be a valid ISO 8601 datetime with a UTC designator or offset, e.g. 2024-01-15T10:30:00.000Z',
@@ -119,16 +117,14 @@ export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZE
 export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
 
 const rangeBound = (bound: 'start' | 'end') =>
-  z
-    .string({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime' })
+  text({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime' })
     .max(64, 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime')
     .refine((text) => parseRangeBound(text, bound) !== null, {
       error: 'must be a valid date (YYYY-MM-DD) or ISO 8601 datetime',
     })
     .optional();
 
-const filterText = z
-  .string({ error: 'must be a single string' })
+const filterText = text({ error: 'must be a single string' })
   .min(1, 'must not be empty')
   .max(LIMITS.id, `must be at most ${LIMITS.id} characters`)
   .optional();
@@ -157,8 +153,7 @@ export const ZListEventsInput = ZEventFilters.extend({
     .max(1000, 'must be an integer from 1 to 1000')
     .optional()
     .meta({ description: 'Page size, 1 to 1000; default 50' }),
-  cursor: z
-    .string({ error: 'must be a single string' })
+  cursor: text({ error: 'must be a single string' })
     .max(LIMITS.cursor, 'is not a valid cursor')
     .optional()
     .meta({ description: 'Opaque next_cursor from the previous page' }),
@@ -179,8 +174,15 @@ export const ZExportEventsInput = ZEventFilters.extend({
 });
 export type TExportEventsInput = z.infer<typeof ZExportEventsInput>;
 
+const EVENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether a string has the form of an event id (a lower-case UUID, as the service assigns them). */
+export function isEventId(id: string): boolean {
+  return EVENT_ID.test(id);
+}
+
 // No length or format rule here: any id that is not one of the caller's events is a plain 404.
-export const ZGetEventInput = z.object({ id: z.string() });
+export const ZGetEventInput = z.object({ id: text() });
 
 /** The spec's CSV columns, in order (interface.md §4.4 rule 3). Metadata is not exported to CSV. */
 export const CSV_COLUMNS = [

@@ -37,3 +37,8 @@ export function validationError(issues: readonly Issue[]): AppError {
     fields: fields.filter((field) => field !== ''),
   });
 }
+
+/** The 400 for parameters no schema knows, worded as zod's own `unrecognized_keys` issue is. */
+export function unknownFieldsError(keys: string[]): AppError {
+  return validationError([{ code: 'unrecognized_keys', keys, path: [], message: 'Unrecognized keys', input: {} }]);
+}

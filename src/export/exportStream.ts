@@ -61,8 +61,8 @@ function csvText(): CsvTransform<CsvRow, CsvRow> {
 
 export interface ExportHooks {
   onRow?: () => void;
-  /** Called once, when the body has ended, failed or been abandoned by the client. */
-  onClose?: () => void;
+  /** Called once, when the body has ended (no error), failed or been abandoned by the client. */
+  onClose?: (error: Error | null | undefined) => void;
 }
 
 /**
@@ -80,6 +80,6 @@ export function exportBody(source: Readable, format: ExportFormat, hooks: Export
   });
   const stages: Transform[] = format === 'json' ? [counted, jsonArray()] : [counted, csvRows(), csvText()];
   // pipeline destroys every stage, the cursor stream included, when any of them errors or closes early.
-  pipeline([source, ...stages, out], () => hooks.onClose?.());
+  pipeline([source, ...stages, out], (error) => hooks.onClose?.(error));
   return out;
 }

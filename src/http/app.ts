@@ -12,6 +12,7 @@ import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
 import { restApi } from './restApi';
+import { rateLimitPerApiKey } from './rateLimit';
 import { refuseCrossSitePosts } from './sameOrigin';
 import { sessionExportAuth } from './sessionExport';
 import { TRPC_PREFIX, trpcRoute } from './trpcRoute';
@@ -27,13 +28,17 @@ export interface HttpOptions {
   publicUrl?: string | undefined;
   /** Behind a reverse proxy: take the client address and protocol from X-Forwarded-*. */
   trustProxy?: boolean;
+  /** How many proxies' X-Forwarded-For entries to trust, from the right (default 1). */
+  trustProxyHops?: number;
   /** The built dashboard; tests may point elsewhere. */
   dashboardDir?: string;
 }
 
 export function createHttpApp(services: Services, options: HttpOptions = {}): HttpApp {
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, writer: services.writer.stats });
-  const koa = new Koa<AppState>({ proxy: options.trustProxy ?? false });
+  // The client address is the right-most X-Forwarded-For entry that a trusted proxy added: entries
+  // further left were sent by the client and can say anything.
+  const koa = new Koa<AppState>({ proxy: options.trustProxy ?? false, maxIpsCount: options.trustProxyHops ?? 1 });
   const secureCookies = options.publicUrl?.startsWith('https://') ?? false;
   // Koa's own error printer would write stacks to stderr; errors are logged by errorHandling instead.
   koa.silent = true;
@@ -57,13 +62,9 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
     ctx.type = 'application/json';
     ctx.body = openapi;
   });
-  routes.get('/metrics', async (ctx) => {
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
-  });
   routes.get('/v1/events/export', exportRoute(services, metrics, apiKeyExportAuth(services)));
   // The dashboard's download: the same export, with the session cookie as the way in (never on /v1).
-  routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services)));
+  routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services, secureCookies)));
   // The ledger is append-only: no interface changes or deletes an event.
   routes.register(['/v1/events', '/v1/events/:id'], ['PUT', 'PATCH', 'DELETE'], () => {
     throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted');
@@ -71,11 +72,12 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
 
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandling);
+  koa.use(rateLimitPerApiKey(services.limits));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(routes.routes());
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir));
-  koa.use(trpcRoute(services, { secureCookies }));
+  koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.limits.trpcMaxBatch }));
   koa.use(restApi(services));
   return { koa, metrics };
 }

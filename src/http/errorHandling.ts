@@ -1,6 +1,7 @@
 /** The one place where errors become HTTP responses on the Koa side: JSON `{ message, code }`, never a stack. */
 import type { Middleware } from 'koa';
-import { AppError, asAppError, type ErrorCode, toErrorBody } from '../domain/errors';
+import { AppError, type ErrorCode, toErrorBody } from '../domain/errors';
+import { toClientError } from '../trpc/init';
 import type { AppState } from './appState';
 
 /** Errors raised by Koa middleware (body parsing) carry an HTTP status; give them our codes and texts. */
@@ -23,6 +24,7 @@ function fromHttpError(error: unknown): AppError | null {
 export function sendError(ctx: Parameters<Middleware<AppState>>[0], error: AppError): void {
   ctx.status = error.status;
   ctx.body = toErrorBody(error);
+  if (error.retryAfter !== undefined) ctx.set('Retry-After', String(error.retryAfter));
   if (error.status >= 500) ctx.state.log.error({ err: error.cause ?? error }, 'request failed');
 }
 
@@ -39,6 +41,6 @@ export const errorHandling: Middleware<AppState> = async (ctx, next) => {
       ctx.res.destroy();
       return;
     }
-    sendError(ctx, fromHttpError(error) ?? asAppError(error));
+    sendError(ctx, fromHttpError(error) ?? toClientError(error));
   }
 };

@@ -7,10 +7,10 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import { ZExportEventsInput } from '../domain/event';
 import { validationError } from '../domain/validation';
+import { describeDbError } from '../db/errors';
 import { exportBody, EXPORT_CONTENT } from '../export/exportStream';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services/container';
-import { toEventQuery } from '../services/events';
 import { authError } from '../trpc/init';
 import type { AppState } from './appState';
 import type { Metrics } from './metrics';
@@ -33,15 +33,20 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     const parsed = ZExportEventsInput.safeParse(ctx.query);
     if (!parsed.success) throw validationError(parsed.error.issues);
     const format = parsed.data.format ?? 'json';
-    const query = toEventQuery(parsed.data);
+    // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
+    const docs = await services.events.export(principal, parsed.data);
 
-    const cursor = services.events.readerFor(principal).stream(query);
     metrics.exportStreams.inc();
-    const body = exportBody(cursor.stream(), format, {
+    const body = exportBody(docs, format, {
       onRow: () => metrics.exportRows.inc(),
-      onClose: () => {
+      onClose: (error) => {
         metrics.exportStreams.dec();
-        void cursor.close().catch(() => undefined);
+        // A client that goes away is not a failure; anything else cut the body short, which the
+        // client sees as a broken transfer (Koa destroys the socket).
+        if (error && (error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
+          metrics.exportFailures.inc();
+          ctx.state.log.error({ error: describeDbError(error), message: error.message }, 'export failed after its first byte');
+        }
       },
     });
 

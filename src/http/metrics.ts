@@ -7,6 +7,7 @@ export interface Metrics {
   httpRequests: Counter<'method' | 'route' | 'status'>;
   exportStreams: Gauge;
   exportRows: Counter;
+  exportFailures: Counter;
 }
 
 export function createMetrics(options: { defaultMetrics: boolean; writer: WriterStats }): Metrics {
@@ -19,10 +20,12 @@ export function createMetrics(options: { defaultMetrics: boolean; writer: Writer
   fromWriter('ingest_batches_total', 'Group-commit batches written', () => writer.batches);
   fromWriter('ingest_events_total', 'Events stored by this process', () => writer.events);
   fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', () => writer.conflicts);
+  fromWriter('ingest_events_refused_total', 'Events the database refused to store (answered 422)', () => writer.refused);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),
     exportStreams: new Gauge({ name: 'export_streams_open', help: 'Export database cursors currently open', registers: [registry] }),
     exportRows: new Counter({ name: 'export_rows_total', help: 'Events read from the database by exports', registers: [registry] }),
+    exportFailures: new Counter({ name: 'export_failures_total', help: 'Exports cut short after their first byte (database failure or time limit)', registers: [registry] }),
   };
 }

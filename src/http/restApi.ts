@@ -18,6 +18,7 @@ import { toClientError } from '../trpc/init';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
 import { sendError } from './errorHandling';
+import { unknownFieldsError } from '../domain/validation';
 
 export const REST_PREFIX = '/v1';
 
@@ -101,6 +102,12 @@ export function restApi(services: Services): Middleware<AppState> {
       // Non-enumerable, so neither the adapter's Object.assign nor the schema ever sees it.
       Object.defineProperty(body, 'toJSON', { value: () => '', enumerable: false });
     }
+
+    // trpc-to-openapi gathers query parameters in a plain `{}` (getQuery in its node-http/input.ts), so a
+    // name Object.prototype already has (`toString`, `__proto__`) makes it throw or vanish. No field of ours
+    // has such a name: it is refused as the unknown parameter it is, before the adapter sees it.
+    const inherited = Object.keys(ctx.query).filter((name) => name in Object.prototype);
+    if (inherited.length) return sendError(ctx, unknownFieldsError(inherited));
 
     requestIds.set(ctx.req, ctx.state.requestId);
     let matched = true;

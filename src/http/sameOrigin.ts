@@ -4,17 +4,22 @@
  * covers sign-in and sign-up, which have no cookie yet (login CSRF).
  *
  * A browser always says where a POST comes from (`Origin`, and `Sec-Fetch-Site` in current ones).
- * Requests with an `Authorization` header are left alone: a browser cannot add one cross-site without
- * CORS, which this service does not grant, and scripts calling /trpc with an API key send no Origin.
+ * A request is left alone only when it is a script's: it carries `Authorization: Bearer alk_…` (a browser
+ * cannot add that cross-site without CORS, which this service does not grant) and no session cookie, so
+ * no header trick lets a cross-site request act with somebody's session.
  */
 import type { Middleware } from 'koa';
 import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
 import type { AppState } from './appState';
+import { bearerToken, looksLikeApiKey } from '../domain/apiKey';
+import { hasSessionCookie } from './sessionCookie';
 
 export function refuseCrossSitePosts(options: { prefixes: readonly string[]; publicUrl: string | undefined }): Middleware<AppState> {
   const publicOrigin = options.publicUrl ? new URL(options.publicUrl).origin : undefined;
   return async (ctx, next) => {
-    if (ctx.method !== 'POST' || ctx.get('authorization') || !options.prefixes.some((p) => ctx.path.startsWith(p))) return next();
+    if (ctx.method !== 'POST' || !options.prefixes.some((p) => ctx.path.startsWith(p))) return next();
+    const token = bearerToken(ctx.get('authorization') || undefined);
+    if (token && looksLikeApiKey(token) && !hasSessionCookie(ctx.req)) return next();
     const origin = ctx.get('origin');
     const fetchSite = ctx.get('sec-fetch-site');
     const crossSite = origin ? !isOwnOrigin(origin, ctx.host, publicOrigin) : fetchSite === 'cross-site' || fetchSite === 'same-site';

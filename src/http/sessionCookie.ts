@@ -1,12 +1,15 @@
 /**
  * The dashboard's session cookie: HttpOnly (scripts never see it), SameSite=Lax (browsers leave it off
- * cross-site POSTs), Secure whenever the dashboard is served over HTTPS. Only /trpc and the dashboard's
+ * cross-site POSTs), and Secure whenever the dashboard is served over HTTPS, where it is named with the
+ * `__Host-` prefix: browsers then accept it only if Secure, from HTTPS, with Path=/ and no Domain, so no
+ * sibling subdomain or plain-HTTP response can plant or overwrite it. Only /trpc and the dashboard's
  * export route read it; /v1 never does.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseCookie, stringifySetCookie } from 'cookie';
 
 export const SESSION_COOKIE = 'al_session';
+export const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 
 export interface SessionCookieJar {
   /** The session token the request carries, if any. */
@@ -15,18 +18,30 @@ export interface SessionCookieJar {
   clear(): void;
 }
 
-/** The session token a request carries, if any. */
-export function readSessionToken(req: IncomingMessage): string | undefined {
+function cookieName(secure: boolean): string {
+  return secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
+}
+
+/** The session token a request carries under the name in use (`secure`: served over HTTPS), if any. */
+export function readSessionToken(req: IncomingMessage, secure: boolean): string | undefined {
   const header = req.headers.cookie;
-  return header ? parseCookie(header)[SESSION_COOKIE] : undefined;
+  return header ? parseCookie(header)[cookieName(secure)] : undefined;
+}
+
+/** Whether the request carries a session cookie under either name. */
+export function hasSessionCookie(req: IncomingMessage): boolean {
+  const header = req.headers.cookie;
+  if (!header) return false;
+  const cookies = parseCookie(header);
+  return cookies[SESSION_COOKIE] !== undefined || cookies[SECURE_SESSION_COOKIE] !== undefined;
 }
 
 export function sessionCookieJar(req: IncomingMessage, res: ServerResponse, secure: boolean): SessionCookieJar {
-  const token = readSessionToken(req);
+  const name = cookieName(secure);
   const write = (value: string, expires: Date) =>
-    res.appendHeader('Set-Cookie', stringifySetCookie({ name: SESSION_COOKIE, value, expires, httpOnly: true, sameSite: 'lax', secure, path: '/' }));
+    res.appendHeader('Set-Cookie', stringifySetCookie({ name, value, expires, httpOnly: true, sameSite: 'lax', secure, path: '/' }));
   return {
-    token,
+    token: readSessionToken(req, secure),
     set: (value, expiresAt) => write(value, expiresAt),
     clear: () => write('', new Date(0)),
   };

@@ -3,6 +3,7 @@ import type { Services } from '../services/container';
 import type { ExportAuthenticator } from './exportRoute';
 import { readSessionToken } from './sessionCookie';
 
-export function sessionExportAuth(services: Services): ExportAuthenticator {
-  return (ctx) => services.accounts.requireSession(readSessionToken(ctx.req));
+/** `secureCookies`: whether the dashboard is served over HTTPS whatever the request says (PUBLIC_URL). */
+export function sessionExportAuth(services: Services, secureCookies: boolean): ExportAuthenticator {
+  return (ctx) => services.accounts.requireSession(readSessionToken(ctx.req, secureCookies || ctx.secure));
 }

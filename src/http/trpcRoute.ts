@@ -4,6 +4,8 @@ import type { Middleware } from 'koa';
 import { LIMITS } from '../domain/event';
 import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
+import { toClientError } from '../trpc/init';
+import { throttleAddress } from './clientAddress';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
 import { sessionCookieJar } from './sessionCookie';
@@ -11,7 +13,7 @@ import { sessionCookieJar } from './sessionCookie';
 export const TRPC_PREFIX = '/trpc';
 
 /** `secureCookies`: whether the dashboard is served over HTTPS (directly or behind a trusted proxy). */
-export function trpcRoute(services: Services, options: { secureCookies: boolean }): Middleware<AppState> {
+export function trpcRoute(services: Services, options: { secureCookies: boolean; maxBatchSize: number }): Middleware<AppState> {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
     // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404).
@@ -23,11 +25,17 @@ export function trpcRoute(services: Services, options: { secureCookies: boolean 
       path: ctx.path.slice(TRPC_PREFIX.length + 1),
       router: appRouter,
       maxBodySize: LIMITS.bodyBytes,
+      maxBatchSize: options.maxBatchSize,
       createContext: ({ req, res, info }) =>
         createContext(services, req, ctx.state.requestId, info.type, {
           cookies: sessionCookieJar(req, res, options.secureCookies || ctx.secure),
-          clientAddress: ctx.ip,
+          clientAddress: throttleAddress(ctx.ip),
+          batched: info.isBatchCall && info.calls.length > 1,
         }),
+      responseMeta: ({ errors }) => {
+        const retryAfter = Math.max(0, ...errors.map((error) => toClientError(error).retryAfter ?? 0));
+        return retryAfter > 0 ? { headers: { 'Retry-After': String(retryAfter) } } : {};
+      },
       onError: ({ error }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') ctx.state.log.error({ err: error.cause ?? error }, 'trpc call failed');
       },

@@ -1,13 +1,14 @@
 /** API keys as the dashboard manages them: always within the signed-in organization. */
 import { z } from 'zod';
 import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
+import { text } from '../domain/text';
 import type { Clock } from '../domain/time';
 import type { ApiKeyRepository, ApiKeyView } from '../db/apiKeyRepository';
 import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
 
-export const ZApiKeyName = z.string().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
+export const ZApiKeyName = text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
 export const ZCreateApiKeyInput = z.strictObject({ name: ZApiKeyName });
-export const ZRevokeApiKeyInput = z.strictObject({ id: z.string().min(1).max(100) });
+export const ZRevokeApiKeyInput = z.strictObject({ id: text().min(1).max(100) });
 
 export class ApiKeyService {
   constructor(

@@ -8,7 +8,7 @@
  * event, yet a busy ingest path does not pay one lookup per request.
  */
 import type { Logger } from 'pino';
-import { hashApiKey, looksLikeApiKey } from '../domain/apiKey';
+import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/apiKey';
 import type { ApiKeyRepository } from '../db/apiKeyRepository';
 import type { ApiKeyDoc } from '../db/documents';
 import type { Clock } from '../domain/time';
@@ -31,8 +31,6 @@ export type AuthResult =
   | { kind: 'invalid' }
   | { kind: 'ok'; principal: ApiKeyPrincipal };
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
-
 export class ApiKeyAuthenticator {
   /**
    * Lookups in flight, by key: concurrent requests with the same key share one database query
@@ -51,8 +49,7 @@ export class ApiKeyAuthenticator {
 
   /** Reads `Authorization: Bearer <key>`; a header that is absent or not a Bearer token is "missing". */
   async authenticate(header: string | string[] | undefined, purpose: AuthPurpose = 'read'): Promise<AuthResult> {
-    const value = Array.isArray(header) ? undefined : header;
-    const token = value ? BEARER.exec(value)?.[1] : undefined;
+    const token = bearerToken(header);
     if (!token) return { kind: 'missing' };
     if (!looksLikeApiKey(token)) return { kind: 'invalid' };
     const hash = hashApiKey(token);

@@ -1,7 +1,7 @@
 /** Wires repositories and services for one database; the app, the CLI and the tests all start here. */
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
-import type { Config } from '../config/env';
+import { type Config, DEFAULT_LIMITS, type Limits } from '../config/env';
 import { AccountRepository } from '../db/accountRepository';
 import { ApiKeyRepository } from '../db/apiKeyRepository';
 import { AuthAttemptRepository } from '../db/authAttemptRepository';
@@ -30,11 +30,12 @@ export interface Services {
   usage: UsageService;
   clock: Clock;
   log: Logger;
+  limits: Limits;
 }
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'planCaps'>,
+  config: Pick<Config, 'planCaps'> & { limits?: Limits },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -45,7 +46,8 @@ export async function createServices(
   const apiKeys = new ApiKeyRepository(c);
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const writer = new EventWriter(c, orgs, apiKeys, clock, log, (hash) => auth.forget(hash));
-  const events = new EventService(c, writer, clock);
+  const limits = config.limits ?? DEFAULT_LIMITS;
+  const events = new EventService(c, writer, clock, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,
@@ -60,5 +62,6 @@ export async function createServices(
     usage: new UsageService(events, orgs, clock),
     clock,
     log,
+    limits,
   };
 }

@@ -1,16 +1,18 @@
 /** The event use cases behind every surface: create, get, list and export. */
+import { finished, type Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
+import type { Limits } from '../config/env';
 import { decodeCursor, encodeCursor } from '../domain/cursor';
 import { AppError, MESSAGES } from '../domain/errors';
-import type { TCreateEventInput, TCreateEventOutput, TEvent, TEventFilters, TListEventsInput, TListEventsOutput } from '../domain/event';
+import { isEventId, type TCreateEventInput, type TCreateEventOutput, type TEvent, type TEventFilters, type TListEventsInput, type TListEventsOutput } from '../domain/event';
 import { type Clock, parseIsoDateTime, parseRangeBound } from '../domain/time';
 import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
 import type { EventWriter } from '../ingest/eventWriter';
 import type { ApiKeyPrincipal, Principal } from './auth';
+import { ExportSlots } from './exportSlots';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const DEFAULT_PAGE_SIZE = 50;
 
 /** Parses the shared filters; the bounds were validated by the schema, the order of the two is checked here. */
@@ -34,11 +36,16 @@ export function toEventQuery(filters: TEventFilters): EventQuery {
 }
 
 export class EventService {
+  private readonly exportSlots: ExportSlots;
+
   constructor(
     private readonly c: Collections,
     private readonly writer: EventWriter,
     private readonly clock: Clock,
-  ) {}
+    private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs'>,
+  ) {
+    this.exportSlots = new ExportSlots(limits.exportsPerOrg);
+  }
 
   /** Events are read through a reader bound to the caller's organization, and no other. */
   readerFor(principal: Principal): EventReader {
@@ -49,6 +56,10 @@ export class EventService {
     const receivedAt = this.clock.now();
     const timestamp = input.timestamp ? parseIsoDateTime(input.timestamp) : receivedAt;
     if (!timestamp) throw new AppError('VALIDATION_FAILED', 'Invalid request: timestamp is not a valid ISO 8601 datetime', { fields: ['timestamp'] });
+    const metadata = JSON.stringify(input.metadata ?? {});
+    if (Buffer.byteLength(metadata) > this.limits.metadataBytes) {
+      throw new AppError('VALIDATION_FAILED', `Invalid request: metadata must be at most ${this.limits.metadataBytes} bytes as JSON`, { fields: ['metadata'] });
+    }
     const doc = await this.writer.write({
       _id: uuidv7(),
       tenant: principal.tenant,
@@ -61,7 +72,7 @@ export class EventService {
       resource_type: input.resource.type,
       resource_id: input.resource.id,
       resource_name: input.resource.name ?? null,
-      metadata: JSON.stringify(input.metadata ?? {}),
+      metadata,
       // Stored and returned as given, but the event stays in the key's tenant (see README, "organization_id").
       organization_id: input.organization_id ?? principal.tenant,
       api_key_id: principal.keyId,
@@ -71,7 +82,7 @@ export class EventService {
 
   async get(principal: Principal, id: string): Promise<TEvent> {
     // Not a UUID cannot exist; answering 404 keeps "malformed" and "someone else's" indistinguishable.
-    const doc = UUID.test(id) ? await this.readerFor(principal).get(id) : null;
+    const doc = isEventId(id) ? await this.readerFor(principal).get(id) : null;
     if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
     return toEvent(doc);
   }
@@ -79,12 +90,39 @@ export class EventService {
   async list(principal: Principal, input: TListEventsInput): Promise<TListEventsOutput> {
     const query = toEventQuery(input);
     const after = input.cursor === undefined ? undefined : decodeCursor(input.cursor);
-    const { rows, hasMore } = await this.readerFor(principal).page(query, input.limit ?? DEFAULT_PAGE_SIZE, after);
+    const { rows, hasMore } = await this.readerFor(principal).page(query, { limit: input.limit ?? DEFAULT_PAGE_SIZE, maxBytes: this.limits.listPageBytes }, after);
     const last: EventDoc | undefined = rows[rows.length - 1];
     return {
       data: rows.map(toEvent),
       has_more: hasMore,
       next_cursor: hasMore && last ? encodeCursor({ timestamp: last.ts, id: last._id }) : null,
     };
+  }
+
+  /**
+   * Every matching event, newest first, as a stream that holds one of the organization's export slots
+   * until it closes. The first batch is read before this returns, so a query that fails at all fails
+   * here, where the caller can still answer with an error; a later failure, or running past the time
+   * limit, errors the stream. Destroying the stream (or leaving a `for await` early) closes the cursor.
+   */
+  async export(principal: Principal, filters: TEventFilters): Promise<Readable> {
+    const query = toEventQuery(filters);
+    const release = this.exportSlots.acquire(principal.tenant);
+    const cursor = this.readerFor(principal).stream(query);
+    try {
+      await cursor.hasNext();
+    } catch (error) {
+      release();
+      await cursor.close().catch(() => undefined);
+      throw error;
+    }
+    const docs = cursor.stream();
+    const timer = setTimeout(() => docs.destroy(new Error(`export ran past its time limit of ${this.limits.exportTimeoutMs} ms`)), this.limits.exportTimeoutMs);
+    // Ended, failed or destroyed: the cursor stream does not always emit 'close' after 'end'.
+    finished(docs, () => {
+      clearTimeout(timer);
+      release();
+    });
+    return docs;
   }
 }

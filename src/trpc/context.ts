@@ -14,6 +14,8 @@ import type { Context } from './init';
 export interface WebContext {
   cookies: SessionCookieJar;
   clientAddress: string;
+  /** Whether the call came in a batch with others (account procedures refuse that). */
+  batched: boolean;
 }
 
 /** `type` is what tRPC and trpc-to-openapi report for the call: mutations write, anything else reads. */

@@ -7,6 +7,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import { AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
 import { validationError } from '../domain/validation';
+import { unreachableDatabaseError } from '../db/errors';
 import type { ApiKeyPrincipal, AuthResult, SessionPrincipal } from '../services/auth';
 import type { Services } from '../services/container';
 import type { WebContext } from './context';
@@ -40,7 +41,7 @@ export function toClientError(error: unknown): AppError {
     const code = FROM_TRPC[error.code];
     if (code) return new AppError(code, error.message);
   }
-  return asAppError(cause);
+  return unreachableDatabaseError(cause) ?? asAppError(cause);
 }
 
 const t = initTRPC
@@ -90,6 +91,15 @@ export const webProcedure = publicProcedure.use(({ ctx, next }) => {
   if (!ctx.web) throw new AppError('NOT_FOUND', 'Not found');
   const web: WebContext = ctx.web;
   return next({ ctx: { ...ctx, web } });
+});
+
+/**
+ * For the account procedures: one call per request, so a batch cannot multiply sign-in attempts or
+ * sign-ups behind one request, nor mix a session change with other calls.
+ */
+export const unbatched = t.middleware(({ ctx, next }) => {
+  if (ctx.web?.batched) throw new AppError('VALIDATION_FAILED', 'Account procedures cannot be called in a batch; send each on its own');
+  return next();
 });
 
 /** The dashboard's procedures: a signed-in session, never an API key (and API-key procedures never take a session). */

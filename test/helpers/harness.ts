@@ -7,7 +7,8 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
-import type { Config, Plan } from '../../src/config/env';
+import { type Config, DEFAULT_LIMITS, type Limits, type Plan } from '../../src/config/env';
+import { clientOptions } from '../../src/db/connect';
 import type { Clock } from '../../src/domain/time';
 import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
@@ -53,14 +54,21 @@ export async function startTestApp(options: {
   logTo?: { write(line: string): void };
   throttle?: ThrottlePolicy;
   http?: HttpOptions;
+  /** Limits other than the defaults (a test of one limit lowers just that one). */
+  limits?: Partial<Limits>;
+  /** Another database server than the suite's (the outage test runs one of its own). */
+  uri?: string;
+  /** How long an operation waits for an unreachable database (default: the service's 5 s). */
+  dbTimeoutMs?: number;
 }): Promise<TestApp> {
-  const client = new MongoClient(mongoUri());
+  const client = new MongoClient(options.uri ?? mongoUri(), clientOptions(options.dbTimeoutMs ?? 5000));
   await client.connect();
   const dbName = uniqueDbName(options.label);
   const db = client.db(dbName);
   const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
-  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS }, clock, log, { throttle: options.throttle });
+  const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits }, clock, log, { throttle: options.throttle });
   const http = createHttpApp(services, options.http);
   const server: Server = createServer(http.koa.callback());
   server.listen(0, '127.0.0.1');

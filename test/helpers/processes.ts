@@ -9,6 +9,8 @@ const TSX = ['--import', 'tsx'];
 
 export interface ServerProcess {
   url: string;
+  /** The process's metrics address (METRICS_PORT=0: a free loopback port it logs at start). */
+  metricsUrl: string;
   child: ChildProcess;
   stop(): Promise<void>;
 }
@@ -17,7 +19,7 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...TSX, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -25,15 +27,15 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     stderr += chunk.toString();
   });
   const lines = createInterface({ input: child.stdout! }); // stdout is piped above
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, metricsPort } = await new Promise<{ port: number; metricsPort: number }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 60_000);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
     lines.on('line', (line) => {
       try {
-        const entry = JSON.parse(line) as { port?: number };
-        if (entry.port) {
+        const entry = JSON.parse(line) as { port?: number; metricsPort?: number };
+        if (entry.port && entry.metricsPort) {
           clearTimeout(timer);
-          resolve(entry.port);
+          resolve({ port: entry.port, metricsPort: entry.metricsPort });
         }
       } catch {
         // not a log line
@@ -42,6 +44,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   });
   return {
     url: `http://127.0.0.1:${port}`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     child,
     async stop() {
       if (child.exitCode !== null) return;

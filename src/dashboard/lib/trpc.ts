@@ -1,9 +1,16 @@
 /** The dashboard's only way to the server: a tRPC client typed by the server's own router. */
-import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, httpLink, splitLink, TRPCClientError } from '@trpc/client';
 import type { AppRouter } from '../../trpc/router';
 
+// The server refuses account calls (sign-in, sign-up, …) inside batches and batches over 10 calls.
 export const trpc = createTRPCClient<AppRouter>({
-  links: [httpBatchLink({ url: '/trpc' })],
+  links: [
+    splitLink({
+      condition: (op) => op.path.startsWith('account.'),
+      true: httpLink({ url: '/trpc' }),
+      false: httpBatchLink({ url: '/trpc', maxItems: 10 }),
+    }),
+  ],
 });
 
 interface ErrorData {

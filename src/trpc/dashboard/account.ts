@@ -4,7 +4,9 @@ import { type TAccountView, ZAccountView, ZLoginInput, ZSignupInput } from '../.
 import type { StartedSession } from '../../services/accounts';
 import type { Services } from '../../services/container';
 import type { WebContext } from '../context';
-import { sessionProcedure, webProcedure } from '../init';
+import { sessionProcedure, unbatched, webProcedure } from '../init';
+
+const accountProcedure = webProcedure.use(unbatched);
 
 /** Hands a new session to the browser; the one it held before, if any, is ended (rotation). */
 async function handOver(ctx: { services: Services; web: WebContext }, started: StartedSession): Promise<TAccountView> {
@@ -14,26 +16,26 @@ async function handOver(ctx: { services: Services; web: WebContext }, started: S
 }
 
 /** Creates the account and its free-plan organization, and signs in. */
-export const signup = webProcedure
+export const signup = accountProcedure
   .input(ZSignupInput)
   .output(ZAccountView)
   .mutation(async ({ ctx, input }) => handOver(ctx, await ctx.services.accounts.signup(input, ctx.web.clientAddress)));
 
 /** Signs in with a new session. */
-export const login = webProcedure
+export const login = accountProcedure
   .input(ZLoginInput)
   .output(ZAccountView)
   .mutation(async ({ ctx, input }) => handOver(ctx, await ctx.services.accounts.login(input, ctx.web.clientAddress)));
 
 /** Ends the session on the server and clears the cookie. */
-export const logout = sessionProcedure.output(z.object({ success: z.literal(true) })).mutation(async ({ ctx }) => {
+export const logout = sessionProcedure.use(unbatched).output(z.object({ success: z.literal(true) })).mutation(async ({ ctx }) => {
   await ctx.services.accounts.logout(ctx.principal);
   ctx.web.cookies.clear();
   return { success: true as const };
 });
 
 /** The signed-in account and organization, or null: the dashboard asks this first. */
-export const me = webProcedure.output(ZAccountView.nullable()).query(async ({ ctx }) => {
+export const me = accountProcedure.output(ZAccountView.nullable()).query(async ({ ctx }) => {
   const principal = await ctx.services.accounts.authenticate(ctx.web.cookies.token);
   return principal ? ctx.services.accounts.view(principal) : null;
 });

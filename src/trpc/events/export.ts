@@ -1,6 +1,5 @@
 import { ZEventFilters } from '../../domain/event';
-import { toEvent } from '../../db/documents';
-import { toEventQuery } from '../../services/events';
+import { type EventDoc, toEvent } from '../../db/documents';
 import { apiKeyProcedure } from '../init';
 
 /**
@@ -9,13 +8,9 @@ import { apiKeyProcedure } from '../init';
  * that serves JSON or CSV from the same reader; it is described in openapi.json by `http/openapiDocument.ts`.
  */
 export const exportEvents = apiKeyProcedure.input(ZEventFilters).query(async function* ({ ctx, input, signal }) {
-  const cursor = ctx.services.events.readerFor(ctx.principal).stream(toEventQuery(input));
-  try {
-    for await (const doc of cursor) {
-      if (signal?.aborted) break;
-      yield toEvent(doc);
-    }
-  } finally {
-    await cursor.close();
+  // Leaving the loop, however it happens, destroys the stream, which closes the cursor and frees the slot.
+  for await (const doc of await ctx.services.events.export(ctx.principal, input)) {
+    if (signal?.aborted) break;
+    yield toEvent(doc as EventDoc);
   }
 });

@@ -1,0 +1,45 @@
+/**
+ * What the driver's errors mean to a client. Connection-level failures (refused, reset, no server to
+ * select within the configured time, a client that is closing) say the database is unreachable: the
+ * request may be retried once it is back, so they are a 503 with Retry-After, never a 500.
+ */
+import {
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from 'mongodb';
+import { AppError } from '../domain/errors';
+
+/** Seconds a client is asked to wait before retrying while the database is unreachable. */
+export const UNAVAILABLE_RETRY_AFTER_S = 2;
+
+export function isDatabaseUnreachable(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoNotConnectedError ||
+    error instanceof MongoTopologyClosedError ||
+    error instanceof MongoOperationTimeoutError
+  );
+}
+
+/** The 503 for an unreachable database, or null when the error is something else. */
+export function unreachableDatabaseError(error: unknown): AppError | null {
+  if (!isDatabaseUnreachable(error)) return null;
+  return new AppError('SERVICE_UNAVAILABLE', 'The database is not reachable; retry later', { retryAfter: UNAVAILABLE_RETRY_AFTER_S }, { cause: error });
+}
+
+/**
+ * A driver error as it may be logged: name and codes only. Bulk write errors carry the documents they
+ * failed on (`writeErrors[].op`), and events are customer data that logs must never hold.
+ */
+export function describeDbError(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: typeof error };
+  const coded = error as Error & { code?: unknown; codeName?: unknown };
+  const described: Record<string, unknown> = { name: error.name, code: coded.code, codeName: coded.codeName };
+  // Connection errors say where and why, never what was being written.
+  if (isDatabaseUnreachable(error)) described.message = error.message;
+  return described;
+}
