@@ -263,12 +263,22 @@ describe('serving the dashboard', () => {
     expect(res.headers.get('content-type')).toMatch(/json/);
   });
 
-  it('marks the session cookie Secure when the dashboard is served over HTTPS', async () => {
+  it('marks the session cookie Secure, with the __Host- prefix, when the dashboard is served over HTTPS', async () => {
     const https = await startTestApp({ label: 'https', http: { publicUrl: 'https://audit.example.com' } });
     try {
       const web = new WebSession(https.url);
-      await web.signup(uniqueEmail('secure'));
-      expect(web.setCookies.at(-1)).toMatch(/; Secure/);
+      const email = uniqueEmail('secure');
+      await web.signup(email);
+      const cookie = web.setCookies.at(-1) ?? '';
+      expect(cookie).toMatch(/^__Host-al_session=als_/);
+      expect(cookie).toMatch(/; Secure/);
+      expect(cookie).toMatch(/; Path=\//);
+      expect(cookie).not.toMatch(/Domain=/i);
+      // Read back under the same name: the session works.
+      expect((await web.client.account.me.query())?.account.email).toBe(email);
+      // The plain name means nothing on an HTTPS deployment.
+      const plain = await web.raw('account.me', undefined, { method: 'GET', headers: { cookie: (web.cookie ?? '').replace('__Host-', '') } });
+      expect(plain.body.result.data).toBeNull();
     } finally {
       await https.close();
     }

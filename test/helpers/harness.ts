@@ -28,6 +28,8 @@ export interface TestApp {
   dbName: string;
   services: Services;
   http: HttpApp;
+  /** The app's own driver client, with command monitoring on (`commandStarted` events). */
+  client: MongoClient;
   /** A new organization with one active key. */
   org(options?: { plan?: Plan; monthlyCap?: number | null; name?: string }): Promise<TestOrg>;
   /** Another key for an existing organization. */
@@ -61,7 +63,7 @@ export async function startTestApp(options: {
   /** How long an operation waits for an unreachable database (default: the service's 5 s). */
   dbTimeoutMs?: number;
 }): Promise<TestApp> {
-  const client = new MongoClient(options.uri ?? mongoUri(), clientOptions(options.dbTimeoutMs ?? 5000));
+  const client = new MongoClient(options.uri ?? mongoUri(), { ...clientOptions(options.dbTimeoutMs ?? 5000), monitorCommands: true });
   await client.connect();
   const dbName = uniqueDbName(options.label);
   const db = client.db(dbName);
@@ -85,6 +87,7 @@ export async function startTestApp(options: {
     dbName,
     services,
     http,
+    client,
     async org(o = {}) {
       const org = await services.orgs.create({ name: o.name ?? 'Test Org', plan: o.plan ?? 'free', monthlyCap: o.monthlyCap ?? null }, clock.now());
       const k = await key(org._id);

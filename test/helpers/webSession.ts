@@ -62,7 +62,7 @@ export class WebSession {
       this.setCookies.push(line);
       const [pair = ''] = line.split(';');
       const [name, value = ''] = pair.split('=');
-      if (name === 'al_session') this.cookie = value ? `al_session=${value}` : undefined;
+      if (name === 'al_session' || name === '__Host-al_session') this.cookie = value ? `${name}=${value}` : undefined;
     }
     return response;
   }
