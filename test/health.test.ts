@@ -22,12 +22,14 @@ test('readyz answers 503 once the database is gone; healthz stays 200', async ()
     await client.close();
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('2');
     expect(await ready.json()).toEqual({ status: 'unavailable', message: 'Database is not reachable' });
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    // A request that needs the database gets the spec's 500, not a stack.
+    // A request that needs the database gets a 503 to retry later, not a 500 and not a stack.
     const read = await fetch(`${url}/v1/events`, { headers: { authorization: 'Bearer alk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
-    expect(read.status).toBe(500);
-    expect(await read.json()).toEqual({ message: 'Internal server error', code: 'INTERNAL_ERROR' });
+    expect(read.status).toBe(503);
+    expect(read.headers.get('retry-after')).toBe('2');
+    expect(await read.json()).toEqual({ message: 'The database is not reachable; retry later', code: 'SERVICE_UNAVAILABLE' });
   } finally {
     server.closeAllConnections();
     server.close();

@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { AppError } from '../domain/errors';
+import { UNAVAILABLE_RETRY_AFTER_S } from '../db/errors';
 import type { Services } from '../services/container';
 import type { AppState } from './appState';
 import { dashboardAssets } from './dashboardAssets';
@@ -55,6 +56,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
     } catch (err) {
       ctx.state.log.warn({ err }, 'database ping failed');
       ctx.status = 503;
+      ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_S));
       ctx.body = { status: 'unavailable', message: 'Database is not reachable' };
     }
   });
