@@ -12,13 +12,13 @@ import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { AppError } from '../domain/errors';
 import { LIMITS } from '../domain/event';
+import { unknownFieldsError } from '../domain/validation';
 import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
 import { toClientError } from '../trpc/init';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
 import { sendError } from './errorHandling';
-import { unknownFieldsError } from '../domain/validation';
 
 export const REST_PREFIX = '/v1';
 

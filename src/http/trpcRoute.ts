@@ -5,9 +5,9 @@ import { LIMITS } from '../domain/event';
 import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
 import { toClientError } from '../trpc/init';
-import { throttleAddress } from './clientAddress';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
+import { throttleAddress } from './clientAddress';
 import { sessionCookieJar } from './sessionCookie';
 
 export const TRPC_PREFIX = '/trpc';
