@@ -75,3 +75,17 @@ test('export writes the file through the REST API and reports one JSON object', 
   expect(bad.code).toBe(1);
   expect(JSON.parse(bad.stdout).error).toBe('Export failed: HTTP 401 Missing or invalid API key');
 });
+
+test('the database named in MONGODB_URI is the one used; MONGODB_DB only when the URI names none', async () => {
+  const org = await app.services.orgs.create({ name: 'Named In Uri', plan: 'free', monthlyCap: null }, new Date());
+  const base = (process.env.MONGODB_URI ?? '').replace(/\/?(\?|$)/, '/$1');
+  const inPath = base.replace(/\/(\?|$)/, `/${app.dbName}$1`);
+  // The path wins over a MONGODB_DB that names another database.
+  const named = await runCli(['org', 'list', '--json'], { MONGODB_URI: inPath, MONGODB_DB: 'some_other_db' });
+  expect(named.code).toBe(0);
+  expect(JSON.parse(named.stdout).organizations.map((o: { id: string }) => o.id)).toContain(org._id);
+  const elsewhere = await runCli(['org', 'list', '--json'], { MONGODB_URI: base, MONGODB_DB: `${app.dbName}_empty` });
+  expect(elsewhere.code).toBe(0);
+  expect(JSON.parse(elsewhere.stdout).organizations).toEqual([]);
+  await app.client.db(`${app.dbName}_empty`).dropDatabase();
+});

@@ -6,8 +6,10 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { MongoClient, type Db, type MongoClientOptions } from 'mongodb';
+import { ConnectionString } from 'mongodb-connection-string-url';
 import type { Logger } from 'pino';
 import type { Config } from '../config/env';
+import { localFerretDbMissing, startLocalFerretDb } from './localFerretDb';
 
 export interface Database {
   client: MongoClient;
@@ -59,6 +61,7 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<{ uri: strin
   const dbPath = join(resolve(dataDir), 'mongodb');
   mkdirSync(dbPath, { recursive: true });
   log.info({ dbPath }, 'starting embedded MongoDB (mongodb-memory-server); the first start downloads MongoDB');
+  let embeddedError: unknown;
   try {
     // Loaded only here: it is not needed when MONGODB_URI is set.
     const { MongoMemoryServer } = await import('mongodb-memory-server');
@@ -77,12 +80,32 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<{ uri: strin
       },
     };
   } catch (error) {
+    embeddedError = error;
+  }
+  const reason = embeddedError instanceof Error ? embeddedError.message.split('\n')[0] : String(embeddedError);
+  const missing = localFerretDbMissing();
+  if (missing) {
     throw new DatabaseStartError(
-      `Could not start the embedded MongoDB: ${error instanceof Error ? error.message : String(error)}\n` +
-        'Set MONGODB_URI to a MongoDB 6+ server instead. Without internet access, use the bundled FerretDB:\n' +
-        '  MONGODB_URI=$(scripts/ferretdb.sh start) npm start',
+      `Could not start the embedded MongoDB: ${reason}\n` +
+        `The bundled FerretDB cannot stand in for it either (${missing}). Set MONGODB_URI to a MongoDB 6+ server, or install Go and PostgreSQL.`,
     );
   }
+  log.warn({ reason }, 'the embedded MongoDB could not be started (no internet?): starting the bundled FerretDB on the local PostgreSQL instead; its first start builds it, which takes a few minutes');
+  try {
+    // It runs on after this process, like a database server: scripts/ferretdb.sh stop ends it.
+    return { uri: await startLocalFerretDb(), stop: async () => undefined };
+  } catch (error) {
+    throw new DatabaseStartError(
+      `Could not start the embedded MongoDB (${reason}) nor the bundled FerretDB (${error instanceof Error ? error.message : String(error)}).\n` +
+        'Set MONGODB_URI to a MongoDB 6+ server.',
+    );
+  }
+}
+
+/** The database a connection string names in its path (`mongodb://host/mydb` → `mydb`), else `fallback`. */
+export function databaseName(uri: string, fallback: string): string {
+  const named = decodeURIComponent(new ConnectionString(uri).pathname.replace(/^\//, ''));
+  return named || fallback;
 }
 
 /**
@@ -110,7 +133,7 @@ export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongo
   }
   return {
     client,
-    db: client.db(config.mongodbDb),
+    db: client.db(databaseName(uri, config.mongodbDb)),
     uri,
     embedded: !config.mongodbUri,
     close: async () => {

@@ -1,8 +1,10 @@
 /**
  * One database server for the whole run: MONGODB_URI when set (CI here: FerretDB on PostgreSQL),
- * otherwise a throw-away mongodb-memory-server. Each suite then works in a database of its own.
+ * otherwise a throw-away mongodb-memory-server, loaded only then. Where MongoDB cannot be downloaded (no
+ * internet) the project's FerretDB stands in, as for `npm start`. Each suite works in a database of its own.
  */
-import { MongoMemoryServer } from 'mongodb-memory-server';
+import type { MongoMemoryServer } from 'mongodb-memory-server';
+import { localFerretDbMissing, startLocalFerretDb } from '../../src/db/localFerretDb';
 
 declare global {
   // eslint-disable-next-line no-var
@@ -11,7 +13,16 @@ declare global {
 
 export default async function globalSetup(): Promise<void> {
   if (process.env.MONGODB_URI) return;
-  const server = await MongoMemoryServer.create();
-  globalThis.__MONGO_SERVER__ = server;
-  process.env.MONGODB_URI = server.getUri();
+  try {
+    const { MongoMemoryServer } = await import('mongodb-memory-server');
+    const server = await MongoMemoryServer.create();
+    globalThis.__MONGO_SERVER__ = server;
+    process.env.MONGODB_URI = server.getUri();
+  } catch (error) {
+    const missing = localFerretDbMissing();
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    if (missing) throw new Error(`No MONGODB_URI, no embedded MongoDB (${reason}), and no FerretDB to stand in (${missing}). Set MONGODB_URI.`);
+    process.stderr.write(`\nThe embedded MongoDB could not be started (${reason}); using the bundled FerretDB on the local PostgreSQL (the first run builds it: a few minutes).\n`);
+    process.env.MONGODB_URI = await startLocalFerretDb();
+  }
 }
