@@ -191,7 +191,7 @@ async function main(): Promise<void> {
   const { createLogger } = await import('../src/logger');
   const services = await admin.createServices(client.db(dbName), { planCaps: { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 } }, { now: () => new Date() }, createLogger('silent'));
   const org = await services.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
-  const { key } = await services.apiKeys.create(org._id, 'bench', new Date());
+  const { key } = await services.apiKeys.forOrg(org._id).create('bench', new Date());
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
   let bodyIndex = 0;

@@ -3,7 +3,9 @@
  * JSON object on stdout; without it, a short human-readable answer. Errors go to stderr, exit code 1.
  */
 import { parseArgs } from 'node:util';
-import { loadConfig, PLANS, type Plan } from '../config/env';
+import { loadConfig } from '../config/env';
+import { PLANS, type Plan } from '../domain/plan';
+import { apiKeyView } from '../db/apiKeyRepository';
 import { connectDatabase, type Database } from '../db/connect';
 import { systemClock } from '../domain/time';
 import { createLogger } from '../logger';
@@ -104,7 +106,7 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
       const name = need(values, 'name');
       return withServices(async (s) => {
         if (!(await s.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
-        const { doc, key } = await s.apiKeys.create(orgId, name, s.clock.now());
+        const { doc, key } = await s.apiKeys.forOrg(orgId).create(name, s.clock.now());
         const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id };
         return { json, text: `Created API key ${doc.key_id} for ${orgId}. It is shown only now:\n${key}` };
       });
@@ -112,7 +114,7 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
     case 'key list': {
       const orgId = need(values, 'org');
       return withServices(async (s) => {
-        const keys = (await s.apiKeys.listForOrg(orgId)).map((k) => s.apiKeys.view(k));
+        const keys = (await s.apiKeys.forOrg(orgId).list('oldest')).map(apiKeyView);
         const text = keys.map((k) => `${k.id}\t${k.name}\t${k.prefix}…${k.last4}\t${k.status}\tlast used ${k.last_used_at ?? 'never'}`).join('\n');
         return { json: { keys }, text: text || 'No keys.' };
       });
@@ -122,7 +124,7 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
       return withServices(async (s) => {
         const doc = await s.apiKeys.revoke(arg, s.clock.now());
         if (!doc) throw new UsageError(`No API key ${arg}`);
-        const view = s.apiKeys.view(doc);
+        const view = apiKeyView(doc);
         return { json: { id: view.id, status: view.status, revoked_at: view.revoked_at }, text: `Revoked ${view.id}` };
       });
     }

@@ -1,5 +1,6 @@
 /** Configuration, read from the environment once and validated, so a bad value stops start-up with a clear message. */
 import { z } from 'zod';
+import type { Plan } from '../domain/plan';
 
 const capValue = z.coerce.number().int().min(0);
 const positive = z.coerce.number().int().min(1);
@@ -34,8 +35,6 @@ const ZEnv = z.object({
 
 export type Env = z.infer<typeof ZEnv>;
 
-export const PLANS = ['free', 'pro', 'enterprise'] as const;
-export type Plan = (typeof PLANS)[number];
 
 /** What one request may cost the service; each is a variable above (README, "Configuration"). */
 export interface Limits {

@@ -18,29 +18,34 @@ export interface ApiKeyView {
 /** Last-used time is written at most this often per key, so reads do not turn into writes. */
 export const LAST_USED_GRANULARITY_MS = 5 * 60_000;
 
-export class ApiKeyRepository {
-  constructor(private readonly c: Collections) {}
+/** The API form of a key record: never the key, nor its hash. */
+export function apiKeyView(doc: ApiKeyDoc): ApiKeyView {
+  return {
+    id: doc.key_id,
+    name: doc.name,
+    organization_id: doc.org_id,
+    prefix: doc.prefix,
+    last4: doc.last4,
+    created_at: doc.created_at.toISOString(),
+    last_used_at: doc.last_used_at?.toISOString() ?? null,
+    revoked_at: doc.revoked_at?.toISOString() ?? null,
+    status: doc.revoked_at ? 'revoked' : 'active',
+  };
+}
 
-  view(doc: ApiKeyDoc): ApiKeyView {
-    return {
-      id: doc.key_id,
-      name: doc.name,
-      organization_id: doc.org_id,
-      prefix: doc.prefix,
-      last4: doc.last4,
-      created_at: doc.created_at.toISOString(),
-      last_used_at: doc.last_used_at?.toISOString() ?? null,
-      revoked_at: doc.revoked_at?.toISOString() ?? null,
-      status: doc.revoked_at ? 'revoked' : 'active',
-    };
-  }
+/** One organization's keys: the organization is fixed at construction and part of every query. */
+export class OrgApiKeys {
+  constructor(
+    private readonly c: Collections,
+    readonly orgId: string,
+  ) {}
 
-  async create(orgId: string, name: string, now: Date): Promise<{ doc: ApiKeyDoc; key: string }> {
+  async create(name: string, now: Date): Promise<{ doc: ApiKeyDoc; key: string }> {
     const generated = generateApiKey();
     const doc: ApiKeyDoc = {
       _id: generated.hash,
       key_id: newPublicId('key'),
-      org_id: orgId,
+      org_id: this.orgId,
       name,
       prefix: generated.prefix,
       last4: generated.last4,
@@ -50,6 +55,32 @@ export class ApiKeyRepository {
     };
     await this.c.apiKeys.insertOne(doc);
     return { doc, key: generated.key };
+  }
+
+  /** Oldest first (the CLI's listing) or newest first (the dashboard's). */
+  async list(order: 'oldest' | 'newest'): Promise<ApiKeyDoc[]> {
+    const direction = order === 'oldest' ? 1 : -1;
+    return this.c.apiKeys.find({ org_id: this.orgId }).sort({ created_at: direction, key_id: direction }).toArray();
+  }
+
+  /** Revokes one of the organization's keys; null when it has no key with this id. Revoking twice keeps the first time. */
+  async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
+    await this.c.apiKeys.updateOne({ key_id: keyId, org_id: this.orgId, revoked_at: null }, { $set: { revoked_at: now } });
+    return this.c.apiKeys.findOne({ key_id: keyId, org_id: this.orgId });
+  }
+}
+
+/**
+ * Keys across organizations, only where the organization is not known yet: authentication finds a key
+ * by its hash (the key is the credential that names the organization), the writer re-checks a batch's
+ * keys, and the operator's CLI revokes by a key's public id.
+ */
+export class ApiKeyRepository {
+  constructor(private readonly c: Collections) {}
+
+  /** The keys of one organization. */
+  forOrg(orgId: string): OrgApiKeys {
+    return new OrgApiKeys(this.c, orgId);
   }
 
   /** The active key with this hash, or null for an unknown or revoked one. */
@@ -63,22 +94,7 @@ export class ApiKeyRepository {
     return new Set(docs.map((doc) => doc._id));
   }
 
-  async listForOrg(orgId: string): Promise<ApiKeyDoc[]> {
-    return this.c.apiKeys.find({ org_id: orgId }).sort({ created_at: 1, key_id: 1 }).toArray();
-  }
-
-  /** An organization's keys, newest first, for the dashboard. */
-  async listNewestFirst(orgId: string): Promise<ApiKeyDoc[]> {
-    return this.c.apiKeys.find({ org_id: orgId }).sort({ created_at: -1, key_id: -1 }).toArray();
-  }
-
-  /** Revokes one of an organization's keys; null when that organization has no key with this id. */
-  async revokeInOrg(orgId: string, keyId: string, now: Date): Promise<ApiKeyDoc | null> {
-    await this.c.apiKeys.updateOne({ key_id: keyId, org_id: orgId, revoked_at: null }, { $set: { revoked_at: now } });
-    return this.c.apiKeys.findOne({ key_id: keyId, org_id: orgId });
-  }
-
-  /** Revokes a key; returns it, or null when no key has that id. Revoking twice keeps the first time. */
+  /** The operator's revocation by public id; null when no key has it. Revoking twice keeps the first time. */
   async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
     await this.c.apiKeys.updateOne({ key_id: keyId, revoked_at: null }, { $set: { revoked_at: now } });
     return this.c.apiKeys.findOne({ key_id: keyId });

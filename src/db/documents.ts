@@ -1,5 +1,5 @@
 /** Stored document shapes and the mapping from a stored event to its API form. */
-import type { Plan } from '../config/env';
+import type { Plan } from '../domain/plan';
 import type { TEvent } from '../domain/event';
 
 export interface EventDoc {

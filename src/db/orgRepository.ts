@@ -1,5 +1,6 @@
 /** Organizations: created by operators through the CLI; their plan decides the monthly cap. */
-import type { Config, Plan } from '../config/env';
+import type { Config } from '../config/env';
+import type { Plan } from '../domain/plan';
 import { newPublicId } from '../domain/apiKey';
 import type { OrgDoc } from './documents';
 import type { Collections } from './database';

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { PLANS } from '../config/env';
+import { PLANS } from './plan';
 import { text } from './text';
 
 /** NIST SP 800-63B: at least 8 characters; we ask for 12 and cap the length only against abuse. */

@@ -7,16 +7,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseCookie, stringifySetCookie } from 'cookie';
+import type { SessionCookieJar } from '../trpc/context';
 
 export const SESSION_COOKIE = 'al_session';
 export const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
-
-export interface SessionCookieJar {
-  /** The session token the request carries, if any. */
-  token: string | undefined;
-  set(token: string, expiresAt: Date): void;
-  clear(): void;
-}
 
 function cookieName(secure: boolean): string {
   return secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
 import { text } from '../domain/text';
 import type { Clock } from '../domain/time';
-import type { ApiKeyRepository, ApiKeyView } from '../db/apiKeyRepository';
+import { apiKeyView, type ApiKeyRepository, type ApiKeyView } from '../db/apiKeyRepository';
 import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
 
 export const ZApiKeyName = text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
@@ -19,19 +19,19 @@ export class ApiKeyService {
 
   /** Creates a key; the answer is the only place its value ever appears. */
   async create(principal: SessionPrincipal, name: string): Promise<{ key: string; apiKey: ApiKeyView }> {
-    const { doc, key } = await this.keys.create(principal.tenant, name, this.clock.now());
-    return { key, apiKey: this.keys.view(doc) };
+    const { doc, key } = await this.keys.forOrg(principal.tenant).create(name, this.clock.now());
+    return { key, apiKey: apiKeyView(doc) };
   }
 
   async list(principal: SessionPrincipal): Promise<ApiKeyView[]> {
-    return (await this.keys.listNewestFirst(principal.tenant)).map((doc) => this.keys.view(doc));
+    return (await this.keys.forOrg(principal.tenant).list('newest')).map(apiKeyView);
   }
 
   /** Revokes at once: the next API request with the key is refused, in this process and every other. */
   async revoke(principal: SessionPrincipal, keyId: string): Promise<ApiKeyView> {
-    const doc = await this.keys.revokeInOrg(principal.tenant, keyId, this.clock.now());
+    const doc = await this.keys.forOrg(principal.tenant).revoke(keyId, this.clock.now());
     if (!doc) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
     this.auth.forget(doc._id);
-    return this.keys.view(doc);
+    return apiKeyView(doc);
   }
 }

@@ -5,10 +5,16 @@
  * reach /v1.
  */
 import type { IncomingMessage } from 'node:http';
-import type { SessionCookieJar } from '../http/sessionCookie';
-import type { AuthPurpose } from '../services/auth';
+import type { AuthPurpose, AuthResult } from '../services/auth';
 import type { Services } from '../services/container';
-import type { Context } from './init';
+
+/** The session cookie as a procedure sees it; the HTTP layer implements it (`http/sessionCookie.ts`). */
+export interface SessionCookieJar {
+  /** The session token the request carries, if any. */
+  token: string | undefined;
+  set(token: string, expiresAt: Date): void;
+  clear(): void;
+}
 
 /** What a browser request brings besides its body: the session cookie and the client's address. */
 export interface WebContext {
@@ -16,6 +22,16 @@ export interface WebContext {
   clientAddress: string;
   /** Whether the call came in a batch with others (account procedures refuse that). */
   batched: boolean;
+}
+
+/** What every procedure is called with. */
+export interface Context {
+  services: Services;
+  /** What the `Authorization` header gave: the API-key way in. */
+  auth: AuthResult;
+  /** The cookie jar and client address of a /trpc request; null on /v1. */
+  web: WebContext | null;
+  requestId: string;
 }
 
 /** `type` is what tRPC and trpc-to-openapi report for the call: mutations write, anything else reads. */

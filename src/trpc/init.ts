@@ -8,18 +8,8 @@ import { ZodError } from 'zod';
 import { AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
 import { validationError } from '../domain/validation';
 import { unreachableDatabaseError } from '../db/errors';
-import type { ApiKeyPrincipal, AuthResult, SessionPrincipal } from '../services/auth';
-import type { Services } from '../services/container';
-import type { WebContext } from './context';
-
-export interface Context {
-  services: Services;
-  /** What the `Authorization` header gave: the API-key way in. */
-  auth: AuthResult;
-  /** The cookie jar and client address of a /trpc request; null on /v1. */
-  web: WebContext | null;
-  requestId: string;
-}
+import type { ApiKeyPrincipal, SessionPrincipal } from '../services/auth';
+import type { Context, WebContext } from './context';
 
 /** For errors that tRPC or the adapter raise themselves, the code of ours with the same status. */
 const FROM_TRPC: Partial<Record<TRPCError['code'], ErrorCode>> = {

@@ -7,7 +7,8 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
-import { type Config, DEFAULT_LIMITS, type Limits, type Plan } from '../../src/config/env';
+import { type Config, DEFAULT_LIMITS, type Limits } from '../../src/config/env';
+import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
 import type { Clock } from '../../src/domain/time';
 import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/app';
@@ -78,7 +79,7 @@ export async function startTestApp(options: {
   const { port } = server.address() as AddressInfo;
 
   const key: TestApp['key'] = async (orgId) => {
-    const created = await services.apiKeys.create(orgId, 'test key', clock.now());
+    const created = await services.apiKeys.forOrg(orgId).create('test key', clock.now());
     return { key: created.key, keyId: created.doc.key_id };
   };
 
