@@ -4,6 +4,7 @@
  * request may be retried once it is back, so they are a 503 with Retry-After, never a 500.
  */
 import {
+  MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoOperationTimeoutError,
@@ -42,4 +43,9 @@ export function describeDbError(error: unknown): Record<string, unknown> {
   // Connection errors say where and why, never what was being written.
   if (isDatabaseUnreachable(error)) described.message = error.message;
   return described;
+}
+
+/** Log fields for any error: driver errors described as above, anything else with its stack (`err`). */
+export function loggableError(error: unknown): Record<string, unknown> {
+  return error instanceof MongoError ? { error: describeDbError(error) } : { err: error };
 }

@@ -1,8 +1,10 @@
 /**
  * The one error type of the service. Domain and service code throw `AppError(code, message)`;
- * `http/errorBody.ts` (REST) and `trpc/init.ts` (tRPC) turn it into a response through the table below,
- * so a code's HTTP status is decided in exactly one place.
+ * `trpc/errors.ts` turns anything thrown into one, and its status comes from the table below, so a
+ * code's HTTP status is decided in exactly one place.
  */
+import { z } from 'zod';
+
 export const ERROR_CODES = {
   MISSING_REQUIRED_FIELDS: { status: 400, trpc: 'BAD_REQUEST' },
   VALIDATION_FAILED: { status: 400, trpc: 'BAD_REQUEST' },
@@ -94,15 +96,17 @@ export class AppError extends Error {
 }
 
 /** The JSON body of every error response: `{ message, code }` plus the offending fields, never a stack. */
-export interface ErrorBody {
-  message: string;
-  code: ErrorCode;
-  fields?: string[];
-}
+export const ZErrorBody = z
+  .object({
+    message: z.string().meta({ description: 'Human-readable; the spec\'s fixed texts, e.g. "Missing required fields"' }),
+    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
+    fields: z.array(z.string()).optional().meta({ description: 'Offending request fields, as dotted paths' }),
+  });
+export type TErrorBody = z.infer<typeof ZErrorBody>;
 
-/** Renders an error for a client; anything that is not an AppError becomes a bare 500. */
-export function toErrorBody(error: AppError): ErrorBody {
-  const body: ErrorBody = { message: error.message, code: error.code };
+/** Renders an AppError for a client. */
+export function toErrorBody(error: AppError): TErrorBody {
+  const body: TErrorBody = { message: error.message, code: error.code };
   if (error.details.fields?.length) body.fields = error.details.fields;
   return body;
 }

@@ -1,6 +1,7 @@
 /** The Koa application: every HTTP surface of the service, in the order a request meets them. */
 import Router from '@koa/router';
 import Koa from 'koa';
+import mount from 'koa-mount';
 import { AppError } from '../domain/errors';
 import { UNAVAILABLE_RETRY_AFTER_S } from '../db/errors';
 import type { Services } from '../services/container';
@@ -12,7 +13,7 @@ import { apiKeyExportAuth, exportRoute } from './exportRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
-import { restApi } from './restApi';
+import { REST_PREFIX, restApi } from './restApi';
 import { rateLimitPerApiKey } from './rateLimit';
 import { refuseCrossSitePosts } from './sameOrigin';
 import { sessionExportAuth } from './sessionExport';
@@ -80,6 +81,6 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir));
   koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.limits.trpcMaxBatch }));
-  koa.use(restApi(services));
+  koa.use(mount(REST_PREFIX, restApi(services)));
   return { koa, metrics };
 }

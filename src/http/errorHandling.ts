@@ -1,31 +1,16 @@
-/** The one place where errors become HTTP responses on the Koa side: JSON `{ message, code }`, never a stack. */
-import type { Middleware } from 'koa';
-import { AppError, type ErrorCode, toErrorBody } from '../domain/errors';
-import { toClientError } from '../trpc/init';
+/** Koa's side of error handling: every error any route throws is answered through `toErrorResponse`, never with a stack. */
+import type { Middleware, ParameterizedContext } from 'koa';
+import { AppError } from '../domain/errors';
+import { loggableError } from '../db/errors';
+import { toErrorResponse } from '../trpc/errors';
 import type { AppState } from './appState';
 
-/** Errors raised by Koa middleware (body parsing) carry an HTTP status; give them our codes and texts. */
-function fromHttpError(error: unknown): AppError | null {
-  if (error instanceof AppError || !(error instanceof Error) || !('status' in error) || typeof error.status !== 'number') return null;
-  if (error.status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MiB limit');
-  if (error instanceof SyntaxError && /prototype property/.test(error.message)) {
-    // co-body parses with secure-json-parse, which refuses keys that poison JavaScript consumers.
-    return new AppError('VALIDATION_FAILED', 'Request body must not contain "__proto__" or "constructor.prototype" keys');
-  }
-  if (error instanceof SyntaxError) return new AppError('MALFORMED_JSON', `Request body is not valid JSON: ${error.message}`);
-  if (error.status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', error.message);
-  if (error.status >= 400 && error.status < 500) {
-    const code: ErrorCode = error.status === 404 ? 'NOT_FOUND' : error.status === 405 ? 'METHOD_NOT_ALLOWED' : 'VALIDATION_FAILED';
-    return new AppError(code, error.message);
-  }
-  return null;
-}
-
-export function sendError(ctx: Parameters<Middleware<AppState>>[0], error: AppError): void {
-  ctx.status = error.status;
-  ctx.body = toErrorBody(error);
-  if (error.retryAfter !== undefined) ctx.set('Retry-After', String(error.retryAfter));
-  if (error.status >= 500) ctx.state.log.error({ err: error.cause ?? error }, 'request failed');
+export function sendError(ctx: ParameterizedContext<AppState>, error: unknown): void {
+  const response = toErrorResponse(error);
+  ctx.status = response.status;
+  ctx.set(response.headers);
+  ctx.body = response.body;
+  if (response.status >= 500) ctx.state.log.error(loggableError(error instanceof AppError ? (error.cause ?? error) : error), 'request failed');
 }
 
 export const errorHandling: Middleware<AppState> = async (ctx, next) => {
@@ -37,10 +22,12 @@ export const errorHandling: Middleware<AppState> = async (ctx, next) => {
   } catch (error) {
     if (ctx.headerSent) {
       // A streamed body has started: the only honest signal left is to cut the connection.
-      ctx.state.log.error({ err: error }, 'response failed after headers were sent');
+      ctx.state.log.error(loggableError(error), 'response failed after headers were sent');
       ctx.res.destroy();
       return;
     }
-    sendError(ctx, fromHttpError(error) ?? toClientError(error));
+    // A route that answers by itself (/v1, /trpc) hands its errors back to Koa to send.
+    ctx.respond = true;
+    sendError(ctx, error);
   }
 };

@@ -7,7 +7,7 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import { ZExportEventsInput } from '../domain/event';
 import { validationError } from '../domain/validation';
-import { describeDbError } from '../db/errors';
+import { loggableError } from '../db/errors';
 import { exportBody, EXPORT_CONTENT } from '../export/exportStream';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services/container';
@@ -45,7 +45,7 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
         // client sees as a broken transfer (Koa destroys the socket).
         if (error && (error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
           metrics.exportFailures.inc();
-          ctx.state.log.error({ error: describeDbError(error), message: error.message }, 'export failed after its first byte');
+          ctx.state.log.error({ ...loggableError(error), message: error.message }, 'export failed after its first byte');
         }
       },
     });

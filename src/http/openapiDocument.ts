@@ -1,26 +1,23 @@
 /**
  * openapi.json, generated from the router. The streaming export is not a trpc-to-openapi procedure, so
  * its path is described here from the same zod schemas; successes that are not 200 and the error body
- * are filled in from `SUCCESS_STATUS` and `ZErrorBody`, the same definitions the server uses.
+ * are filled in from the procedures' meta and `ZErrorBody`, the same definitions the server uses.
  */
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
-import { DASHBOARD_ONLY_CODES, ERROR_CODES, type ErrorCode } from '../domain/errors';
+import { DASHBOARD_ONLY_CODES, ERROR_CODES, type ErrorCode, ZErrorBody } from '../domain/errors';
 import { ZEvent, ZExportEventsInput } from '../domain/event';
 import { appRouter } from '../trpc/router';
-import { REST_PREFIX, SUCCESS_STATUS } from './restApi';
+import { REST_OPERATIONS, REST_PREFIX } from './restApi';
 
 export const API_VERSION = '1.0.0';
 
-export const ZErrorBody = z
-  .object({
-    message: z.string().meta({ description: 'Human-readable; the spec\'s fixed texts, e.g. "Missing required fields"' }),
-    code: z.enum((Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => !DASHBOARD_ONLY_CODES.includes(code)) as [ErrorCode, ...ErrorCode[]]),
-    fields: z.array(z.string()).optional().meta({ description: 'Offending request fields, as dotted paths' }),
-  })
-  .meta({ id: 'Error' });
+/** The error body as /v1 gives it: the dashboard's own codes never reach REST clients. */
+const ZApiErrorBody = ZErrorBody.extend({
+  code: z.enum((Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => !DASHBOARD_ONLY_CODES.includes(code)) as [ErrorCode, ...ErrorCode[]]),
+}).meta({ id: 'Error' });
 
-const errorContent = { 'application/json': { schema: ZErrorBody } };
+const errorContent = { 'application/json': { schema: ZApiErrorBody } };
 
 export function buildOpenApiDocument(): OpenAPIObject {
   const doc = generateOpenApiDocument(appRouter, {
@@ -29,7 +26,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
     description: 'Record, read, list and export audit events. Every call needs `Authorization: Bearer <API key>`.',
     baseUrl: REST_PREFIX,
     securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'An API key: alk_ followed by 43 characters' } },
-    defs: { Error: ZErrorBody },
+    defs: { Error: ZApiErrorBody },
     paths: {
       '/events/export': {
         get: {
@@ -59,22 +56,25 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null;
 
 /**
- * Applies the non-200 success statuses, points every error response at the Error schema (dropping the
- * generator's own error schemas) and lists the 500 that any operation may answer.
+ * What trpc-to-openapi cannot be told: a success status other than 200 (it always documents 200), and
+ * one error body for every error status (it generates a schema per tRPC error code). So each
+ * operation's success is moved to its procedure's `successStatus`, every error response points at the
+ * Error schema, and the 500 that any operation may answer is listed.
  */
 function normalize(doc: OpenAPIObject): OpenAPIObject {
   const schemas = doc.components?.schemas ?? {};
   for (const name of Object.keys(schemas)) if (name.startsWith('error.')) delete schemas[name];
+  for (const op of REST_OPERATIONS) {
+    const responses = (doc.paths?.[op.path] as Json | undefined)?.[op.method.toLowerCase()];
+    if (isObject(responses) && isObject(responses.responses) && op.successStatus !== 200) {
+      responses.responses[String(op.successStatus)] = responses.responses['200'];
+      delete responses.responses['200'];
+    }
+  }
   for (const item of Object.values(doc.paths ?? {}) as Json[]) {
     for (const operation of Object.values(item).filter(isObject)) {
       const responses = operation.responses;
       if (!isObject(responses)) continue;
-      const procedure = typeof operation.operationId === 'string' ? operation.operationId.replace('-', '.') : '';
-      const status = SUCCESS_STATUS[procedure];
-      if (status && responses['200']) {
-        responses[String(status)] = responses['200'];
-        delete responses['200'];
-      }
       responses['500'] = { description: 'Internal server error' };
       for (const [code, response] of Object.entries(responses)) {
         if (Number(code) >= 400 && isObject(response)) {

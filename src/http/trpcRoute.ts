@@ -4,7 +4,8 @@ import type { Middleware } from 'koa';
 import { LIMITS } from '../domain/event';
 import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
-import { toClientError } from '../trpc/init';
+import { loggableError } from '../db/errors';
+import { toAppError } from '../trpc/errors';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
 import { throttleAddress } from './clientAddress';
@@ -33,11 +34,11 @@ export function trpcRoute(services: Services, options: { secureCookies: boolean;
           batched: info.isBatchCall && info.calls.length > 1,
         }),
       responseMeta: ({ errors }) => {
-        const retryAfter = Math.max(0, ...errors.map((error) => toClientError(error).retryAfter ?? 0));
+        const retryAfter = Math.max(0, ...errors.map((error) => toAppError(error).retryAfter ?? 0));
         return retryAfter > 0 ? { headers: { 'Retry-After': String(retryAfter) } } : {};
       },
       onError: ({ error }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR') ctx.state.log.error({ err: error.cause ?? error }, 'trpc call failed');
+        if (toAppError(error).status >= 500) ctx.state.log.error(loggableError(error.cause ?? error), 'trpc call failed');
       },
     });
   };

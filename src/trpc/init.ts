@@ -1,47 +1,25 @@
 /**
- * tRPC set-up: the context type, the error mapping and the base procedures. Every error leaving a
- * procedure is an AppError by the time it reaches a client, whichever surface (REST or /trpc) it uses.
+ * tRPC set-up: meta, error formatting and the base procedures. Every error leaving a procedure is an
+ * AppError by the time it reaches a client, whichever surface (REST or /trpc) it uses (`./errors.ts`).
  */
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { ZodError } from 'zod';
-import { AppError, asAppError, ERROR_CODES, type ErrorCode, MESSAGES } from '../domain/errors';
-import { validationError } from '../domain/validation';
-import { unreachableDatabaseError } from '../db/errors';
+import { AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
 import type { ApiKeyPrincipal, SessionPrincipal } from '../services/auth';
 import type { Context, WebContext } from './context';
+import { toAppError } from './errors';
 
-/** For errors that tRPC or the adapter raise themselves, the code of ours with the same status. */
-const FROM_TRPC: Partial<Record<TRPCError['code'], ErrorCode>> = {
-  BAD_REQUEST: 'VALIDATION_FAILED',
-  PARSE_ERROR: 'MALFORMED_JSON',
-  NOT_FOUND: 'NOT_FOUND',
-  METHOD_NOT_SUPPORTED: 'METHOD_NOT_ALLOWED',
-  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
-  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-};
-
-/** Any thrown value as the AppError a client may see. */
-export function toClientError(error: unknown): AppError {
-  const cause = error instanceof TRPCError ? error.cause : error;
-  if (cause instanceof ZodError) return validationError(cause.issues);
-  if (cause instanceof AppError) return cause;
-  if (error instanceof TRPCError && error.code !== 'INTERNAL_SERVER_ERROR') {
-    // Raised by tRPC or the REST adapter themselves (unknown route, unreadable body): keep their status.
-    const code = FROM_TRPC[error.code];
-    if (code) return new AppError(code, error.message);
-  }
-  return unreachableDatabaseError(cause) ?? asAppError(cause);
-}
+/** A procedure's meta: trpc-to-openapi's, and the status of a REST success when it is not 200. */
+export type ProcedureMeta = OpenApiMeta & { successStatus?: number };
 
 const t = initTRPC
   .context<Context>()
-  .meta<OpenApiMeta>()
+  .meta<ProcedureMeta>()
   .create({
     // Never send stacks, whatever NODE_ENV says.
     isDev: false,
     errorFormatter({ shape, error }) {
-      const app = toClientError(error);
+      const app = toAppError(error);
       return {
         message: app.message,
         code: shape.code,
@@ -60,7 +38,7 @@ export const createCallerFactory = t.createCallerFactory;
 const mapErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (result.ok) return result;
-  const app = toClientError(result.error);
+  const app = toAppError(result.error);
   throw new TRPCError({ code: ERROR_CODES[app.code].trpc, message: app.message, cause: app });
 });
 

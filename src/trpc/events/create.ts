@@ -1,9 +1,10 @@
 import { ZCreateEventInput, ZCreateEventOutput } from '../../domain/event';
 import { apiKeyProcedure } from '../init';
 
-/** POST /v1/events (interface.md §4.1). Answers 201: see `http/restApi.ts`. */
+/** POST /v1/events (interface.md §4.1). */
 export const createEvent = apiKeyProcedure
   .meta({
+    successStatus: 201,
     openapi: {
       method: 'POST',
       path: '/events',

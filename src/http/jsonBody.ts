@@ -1,0 +1,43 @@
+/**
+ * Request bodies for /v1: JSON objects only, at most `LIMITS.bodyBytes`. Each refusal is told by where it
+ * happens, not by a library's message text: the content type (415), the size (413, from raw-body), the
+ * JSON syntax (400 MALFORMED_JSON), keys that poison JavaScript consumers (`__proto__`,
+ * `constructor.prototype`: 400, found by @hapi/bourne's scan, as co-body's own JSON parser would), and
+ * anything that is not an object (400).
+ */
+import Bourne from '@hapi/bourne';
+import coBody from 'co-body';
+import type { ParameterizedContext } from 'koa';
+import { AppError } from '../domain/errors';
+import { LIMITS } from '../domain/event';
+import type { AppState } from './appState';
+
+export async function readJsonObject(ctx: ParameterizedContext<AppState>): Promise<Record<string, unknown>> {
+  if (!ctx.is('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  let text: string;
+  try {
+    text = await coBody.text(ctx.req, { limit: LIMITS.bodyBytes, encoding: 'utf8' });
+  } catch (error) {
+    const status = error instanceof Error && 'status' in error ? error.status : undefined;
+    if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MiB limit');
+    throw error;
+  }
+  let value: unknown;
+  try {
+    value = text === '' ? undefined : JSON.parse(text);
+  } catch (error) {
+    throw new AppError('MALFORMED_JSON', `Request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  // The scan walks the value; only a text that mentions one of the keys can hold one.
+  if (text.includes('__proto__') || text.includes('prototype')) {
+    try {
+      Bourne.scan(value, { protoAction: 'error' });
+    } catch {
+      throw new AppError('VALIDATION_FAILED', 'Request body must not contain "__proto__" or "constructor.prototype" keys');
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new AppError('VALIDATION_FAILED', 'Request body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
