@@ -40,9 +40,9 @@ async function startProcess(script: string, env: Record<string, string>): Promis
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! }); // piped above
+  const lines = createInterface({ input: child.stdout }); // piped above
   const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    child.once('exit', (code) => { reject(new Error(`${script} exited with ${code}`)); });
     lines.on('line', (line) => {
       try {
         const port = (JSON.parse(line) as { port?: number }).port;
@@ -107,7 +107,7 @@ async function rawInsert(client: MongoClient, dbName: string, batch: number, wit
   const db = client.db(`${dbName}_raw${withIndexes ? 'idx' : ''}`);
   const events = db.collection<ReturnType<typeof eventDoc>>('events');
   if (withIndexes) await ensureIndexes(collections(db));
-  else await events.createIndex({ tenant: 1, seq: 1 }, { unique: true });
+  else await events.createIndexes([{ key: { tenant: 1, seq: 1 }, name: 'tenant_seq', unique: true }]);
   let seq = 0;
   const until = Date.now() + SECONDS * 1000;
   const started = Date.now();
@@ -230,7 +230,8 @@ async function main(): Promise<void> {
   const response = await fetch(`${service.url}/v1/events/export?format=csv`, { headers });
   let bytes = 0;
   let lines = 0;
-  const reader = response.body!.getReader(); // a 200 always has a body
+  if (!response.body) throw new Error('the export answered without a body');
+  const reader = response.body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -273,7 +274,7 @@ async function main(): Promise<void> {
     '',
   ];
   const file = join(ROOT, 'BENCHMARKS.md');
-  let previous = '';
+  let previous: string;
   try {
     previous = readFileSync(file, 'utf8');
   } catch {

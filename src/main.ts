@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel);
   const database = await connectDatabase(config, log);
   const services = await createServices(database.db, config, systemClock, log);
-  const { koa, metrics } = createHttpApp(services, {
+  const { listener, metrics } = createHttpApp(services, {
     defaultMetrics: true,
     publicUrl: config.publicUrl,
     trustProxy: config.trustProxy,
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   await once(metricsServer, 'listening');
   const metricsPort = (metricsServer.address() as AddressInfo).port;
 
-  const server = createServer(koa.callback());
+  const server = createServer(listener);
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

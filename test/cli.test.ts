@@ -67,7 +67,7 @@ test('export writes the file through the REST API and reports one JSON object', 
   const summary = await json(['export', '--url', app.url, '--key', org.key, '--format', 'csv', '--actor-id', 'wanted', '--out', out]);
   const text = readFileSync(out, 'utf8');
   expect(summary).toEqual({ format: 'csv', bytes: Buffer.byteLength(text), out });
-  const rows = parse(text, { columns: true }) as Record<string, string>[];
+  const rows = parse<Record<string, string>>(text, { columns: true });
   expect(rows).toHaveLength(10);
   expect(rows.every((r) => r.actor_id === 'wanted')).toBe(true);
 

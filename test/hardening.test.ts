@@ -165,7 +165,7 @@ describe('exports', () => {
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('aborted', () => (aborted = true));
       res.on('error', () => (aborted = true));
-      res.on('close', () => resolve({ body: Buffer.concat(chunks).toString(), aborted }));
+      res.on('close', () => { resolve({ body: Buffer.concat(chunks).toString(), aborted }); });
       res.resume();
     });
     expect(received.aborted).toBe(true);

@@ -13,7 +13,7 @@ test('readyz answers 503 once the database is gone; healthz stays 200', async ()
   await client.connect();
   const db = client.db(uniqueDbName('health'));
   const services = await createServices(db, { planCaps: DEFAULT_CAPS }, { now: () => new Date() }, createLogger('silent'));
-  const server = createServer(createHttpApp(services).koa.callback()).listen(0, '127.0.0.1');
+  const server = createServer(createHttpApp(services).listener).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {

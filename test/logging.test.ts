@@ -24,7 +24,7 @@ test('one JSON line per request with its request id; keys appear nowhere', async
     call(`${app.url}/v1/events`, { key: org.key, rawBody: '{broken' }),
   ]);
   expect(responses.map((r) => r.status)).toEqual([201, 401, 200, 200, 200, 400]);
-  expect(responses[0]?.headers.get('x-request-id')).toBe('trace-123');
+  expect(responses[0].headers.get('x-request-id')).toBe('trace-123');
 
   const entries = lines.map((line) => JSON.parse(line) as { msg: string; requestId?: string; path?: string; status?: number });
   const requests = entries.filter((e) => e.msg === 'request');

@@ -7,6 +7,7 @@ const app = new Koa();
 app.use((ctx) => {
   ctx.body = { ok: true };
 });
-const server = createServer(app.callback()).listen(0, '127.0.0.1', () => {
+const handle = app.callback();
+const server = createServer((req, res) => void handle(req, res)).listen(0, '127.0.0.1', () => {
   process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
 });

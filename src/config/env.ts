@@ -18,7 +18,7 @@ const ZEnv = z.object({
   PLAN_CAP_FREE: capValue.default(10_000),
   PLAN_CAP_PRO: capValue.default(1_000_000),
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
-  PUBLIC_URL: z.string().url().optional(),
+  PUBLIC_URL: z.url().optional(),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY_HOPS: positive.max(10).default(1),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),

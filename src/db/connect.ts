@@ -93,7 +93,7 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<{ uri: strin
   log.warn({ reason }, 'the embedded MongoDB could not be started (no internet?): starting the bundled FerretDB on the local PostgreSQL instead; its first start builds it, which takes a few minutes');
   try {
     // It runs on after this process, like a database server: scripts/ferretdb.sh stop ends it.
-    return { uri: await startLocalFerretDb(), stop: async () => undefined };
+    return { uri: await startLocalFerretDb(), stop: () => Promise.resolve() };
   } catch (error) {
     throw new DatabaseStartError(
       `Could not start the embedded MongoDB (${reason}) nor the bundled FerretDB (${error instanceof Error ? error.message : String(error)}).\n` +

@@ -59,12 +59,20 @@ export const ZMetadata = z
   })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
-const ZEventTimestampInput = text({ error: 'must be an ISO 8601 datetime string' })
-  .max(64, 'must be an ISO 8601 datetime')
-  .refine((text) => parseIsoDateTime(text) !== null, {
-    error: 'must be a valid ISO 8601 datetime with a UTC designator or offset, e.g. 2024-01-15T10:30:00.000Z',
-  })
-  .meta({ description: 'ISO 8601 datetime with Z or an offset; stored in UTC with millisecond precision' });
+/** A string parsed into a Date once, here: `parse` returns null for what it refuses, with `message`. */
+const parsedDate = (schema: z.ZodString, parse: (text: string) => Date | null, message: string) =>
+  schema.transform((value, ctx) => {
+    const date = parse(value);
+    if (date) return date;
+    ctx.issues.push({ code: 'custom', message, input: value });
+    return z.NEVER;
+  });
+
+const ZEventTimestampInput = parsedDate(
+  text({ error: 'must be an ISO 8601 datetime string' }).max(64, 'must be an ISO 8601 datetime'),
+  parseIsoDateTime,
+  'must be a valid ISO 8601 datetime with a UTC designator or offset, e.g. 2024-01-15T10:30:00.000Z',
+).meta({ description: 'ISO 8601 datetime with Z or an offset; stored in UTC with millisecond precision' });
 
 export const ZCreateEventInput = z
   .strictObject(
@@ -98,7 +106,7 @@ export type TCreateEventInput = z.infer<typeof ZCreateEventInput>;
 export const ZEvent = z
   .object({
     id: z.string().meta({ description: 'UUID (version 7, time-ordered) assigned by the service' }),
-    timestamp: z.string().meta({ description: 'YYYY-MM-DDTHH:mm:ss.sssZ', example: '2024-01-15T10:30:00.000Z' }),
+    timestamp: z.string().meta({ description: 'YYYY-MM-DDTHH:mm:ss.sssZ', examples: ['2024-01-15T10:30:00.000Z'] }),
     actor_id: z.string(),
     actor_name: z.string().nullable(),
     actor_email: z.string().nullable(),
@@ -117,12 +125,11 @@ export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZE
 export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
 
 const rangeBound = (bound: 'start' | 'end') =>
-  text({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime' })
-    .max(64, 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime')
-    .refine((text) => parseRangeBound(text, bound) !== null, {
-      error: 'must be a valid date (YYYY-MM-DD) or ISO 8601 datetime',
-    })
-    .optional();
+  parsedDate(
+    text({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime' }).max(64, 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime'),
+    (value) => parseRangeBound(value, bound),
+    'must be a valid date (YYYY-MM-DD) or ISO 8601 datetime',
+  ).optional();
 
 const filterText = text({ error: 'must be a single string' })
   .min(1, 'must not be empty')

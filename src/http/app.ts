@@ -1,4 +1,5 @@
 /** The Koa application: every HTTP surface of the service, in the order a request meets them. */
+import type { RequestListener } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import mount from 'koa-mount';
@@ -21,6 +22,8 @@ import { TRPC_PREFIX, trpcRoute } from './trpcRoute';
 
 export interface HttpApp {
   koa: Koa<AppState>;
+  /** For `http.createServer`: Koa answers every error itself, so its promise is not awaited. */
+  listener: RequestListener;
   metrics: Metrics;
 }
 
@@ -82,5 +85,6 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   koa.use(dashboardAssets(options.dashboardDir));
   koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.limits.trpcMaxBatch }));
   koa.use(mount(REST_PREFIX, restApi(services)));
-  return { koa, metrics };
+  const handle = koa.callback();
+  return { koa, listener: (req, res) => void handle(req, res), metrics };
 }

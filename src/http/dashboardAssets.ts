@@ -30,14 +30,20 @@ const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Audit Ledger</tit
 
 export function dashboardAssets(root: string = DASHBOARD_DIR): Middleware<AppState> {
   return async (ctx, next) => {
-    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || NOT_DASHBOARD.some((p) => ctx.path === p || ctx.path.startsWith(p))) return next();
+    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || NOT_DASHBOARD.some((p) => ctx.path === p || ctx.path.startsWith(p))) {
+      await next();
+      return;
+    }
     if (ctx.path.startsWith('/assets/')) {
       await sendIfExists(ctx, root, ctx.path, 'public, max-age=31536000, immutable');
       return;
     }
     // Top-level files that Vite copies unhashed (favicon): cached briefly.
     if (/^\/[\w.-]+\.(svg|png|ico|txt)$/.test(ctx.path) && (await sendIfExists(ctx, root, ctx.path, 'public, max-age=3600'))) return;
-    if (!ctx.accepts('html')) return next();
+    if (!ctx.accepts('html')) {
+      await next();
+      return;
+    }
     for (const [name, value] of Object.entries(PAGE_HEADERS)) ctx.set(name, value);
     if (!existsSync(path.join(root, 'index.html'))) {
       ctx.status = 503;

@@ -22,7 +22,10 @@ export function docsPage(): Middleware<AppState> {
   // Resolved, not required: requiring swagger-ui-dist would load its 1 MB bundle into the server.
   const root = dirname(require.resolve('swagger-ui-dist/package.json'));
   return async (ctx, next) => {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      await next();
+      return;
+    }
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = PAGE;
@@ -35,7 +38,10 @@ export function docsPage(): Middleware<AppState> {
     }
     const name = ctx.path.slice('/docs/'.length);
     const type = ctx.path.startsWith('/docs/') ? ASSETS[name] : undefined;
-    if (!type) return next();
+    if (!type) {
+      await next();
+      return;
+    }
     ctx.type = type;
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.body = createReadStream(join(root, name));

@@ -38,7 +38,7 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
 
     metrics.exportStreams.inc();
     const body = exportBody(docs, format, {
-      onRow: () => metrics.exportRows.inc(),
+      onRow: () => { metrics.exportRows.inc(); },
       onClose: (error) => {
         metrics.exportStreams.dec();
         // A client that goes away is not a failure; anything else cut the body short, which the

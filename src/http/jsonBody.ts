@@ -16,7 +16,8 @@ export async function readJsonObject(ctx: ParameterizedContext<AppState>): Promi
   if (!ctx.is('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   let text: string;
   try {
-    text = await coBody.text(ctx.req, { limit: LIMITS.bodyBytes, encoding: 'utf8' });
+    // Typed `any` by @types/co-body; with an encoding it is always a string.
+    text = (await coBody.text(ctx.req, { limit: LIMITS.bodyBytes, encoding: 'utf8' })) as string;
   } catch (error) {
     const status = error instanceof Error && 'status' in error ? error.status : undefined;
     if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MiB limit');

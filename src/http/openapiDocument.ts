@@ -62,8 +62,9 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
  * Error schema, and the 500 that any operation may answer is listed.
  */
 function normalize(doc: OpenAPIObject): OpenAPIObject {
-  const schemas = doc.components?.schemas ?? {};
-  for (const name of Object.keys(schemas)) if (name.startsWith('error.')) delete schemas[name];
+  if (doc.components?.schemas) {
+    doc.components.schemas = Object.fromEntries(Object.entries(doc.components.schemas).filter(([name]) => !name.startsWith('error.')));
+  }
   for (const op of REST_OPERATIONS) {
     const responses = (doc.paths?.[op.path] as Json | undefined)?.[op.method.toLowerCase()];
     if (isObject(responses) && isObject(responses.responses) && op.successStatus !== 200) {

@@ -62,7 +62,10 @@ export function rateLimitPerApiKey(limits: Pick<Limits, 'ratePerSecond' | 'rateB
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('authorization') || undefined);
     // Malformed tokens are refused without a database round, so they need no bucket.
-    if (!token || !looksLikeApiKey(token)) return next();
+    if (!token || !looksLikeApiKey(token)) {
+      await next();
+      return;
+    }
     const verdict = buckets.take(hashApiKey(token), now());
     ctx.set('RateLimit-Policy', policy);
     ctx.set('RateLimit', `"per-key";r=${verdict.remaining};t=${verdict.allowed ? verdict.reset : verdict.retryAfter}`);
@@ -73,6 +76,6 @@ export function rateLimitPerApiKey(limits: Pick<Limits, 'ratePerSecond' | 'rateB
         { retryAfter: verdict.retryAfter },
       );
     }
-    return next();
+    await next();
   };
 }

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { createOpenApiNodeHttpHandler, forEachOpenApiProcedure, type OpenApiProcedureRecord } from 'trpc-to-openapi';
+import { createOpenApiNodeHttpHandler, forEachOpenApiProcedure } from 'trpc-to-openapi';
 import { unknownFieldsError } from '../domain/validation';
 import type { Services } from '../services/container';
 import { createContext } from '../trpc/context';
@@ -24,7 +24,7 @@ export interface RestOperation {
 }
 
 export const REST_OPERATIONS: RestOperation[] = [];
-forEachOpenApiProcedure<ProcedureMeta>(appRouter._def.procedures as OpenApiProcedureRecord, ({ path, meta }) => {
+forEachOpenApiProcedure<ProcedureMeta>(appRouter._def.procedures, ({ path, meta }) => {
   REST_OPERATIONS.push({ procedure: path, method: meta.openapi.method, path: meta.openapi.path, successStatus: meta.successStatus ?? 200 });
 });
 const SUCCESS_STATUS = new Map(REST_OPERATIONS.map((op) => [op.procedure, op.successStatus]));
@@ -34,6 +34,8 @@ export function restApi(services: Services): Middleware<AppState> {
     router: appRouter,
     // The request id is on the response already (X-Request-Id, set by `requestContext`).
     createContext: ({ req, res, info }) => createContext(services, req, String(res.getHeader('x-request-id')), info.type),
+    // trpc-to-openapi's `info.calls` is empty: `paths` (deprecated by tRPC for v12) is where it names the procedure.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
     responseMeta: ({ paths, errors }) => ({ status: errors.length ? undefined : SUCCESS_STATUS.get(paths?.[0] ?? '') }),
     // The adapter would write its own error body (tRPC codes, "Input validation failed"); throwing here,
     // before it writes anything, hands the error to Koa's error handling like every other route's.
@@ -59,14 +61,14 @@ export function restApi(services: Services): Middleware<AppState> {
     const inherited = Object.keys(ctx.query).filter((name) => name in Object.prototype);
     if (inherited.length) throw unknownFieldsError(inherited);
 
-    let matched = true;
+    const found = { procedure: true };
     ctx.respond = false; // the adapter writes successes itself
     await handler(ctx.req, ctx.res, () => {
-      matched = false;
+      found.procedure = false;
     });
-    if (!matched) {
+    if (!found.procedure) {
       ctx.respond = true;
-      return next();
+      await next();
     }
   };
 }

@@ -17,9 +17,15 @@ import { hasSessionCookie } from './sessionCookie';
 export function refuseCrossSitePosts(options: { prefixes: readonly string[]; publicUrl: string | undefined }): Middleware<AppState> {
   const publicOrigin = options.publicUrl ? new URL(options.publicUrl).origin : undefined;
   return async (ctx, next) => {
-    if (ctx.method !== 'POST' || !options.prefixes.some((p) => ctx.path.startsWith(p))) return next();
+    if (ctx.method !== 'POST' || !options.prefixes.some((p) => ctx.path.startsWith(p))) {
+      await next();
+      return;
+    }
     const token = bearerToken(ctx.get('authorization') || undefined);
-    if (token && looksLikeApiKey(token) && !hasSessionCookie(ctx.req)) return next();
+    if (token && looksLikeApiKey(token) && !hasSessionCookie(ctx.req)) {
+      await next();
+      return;
+    }
     const origin = ctx.get('origin');
     const fetchSite = ctx.get('sec-fetch-site');
     const crossSite = origin ? !isOwnOrigin(origin, ctx.host, publicOrigin) : fetchSite === 'cross-site' || fetchSite === 'same-site';
@@ -27,7 +33,7 @@ export function refuseCrossSitePosts(options: { prefixes: readonly string[]; pub
       ctx.state.log.warn({ origin: origin || undefined, fetchSite: fetchSite || undefined }, 'cross-site POST refused');
       throw new AppError('CROSS_SITE_REQUEST', ACCOUNT_MESSAGES.crossSite);
     }
-    return next();
+    await next();
   };
 }
 

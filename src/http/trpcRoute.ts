@@ -16,7 +16,10 @@ export const TRPC_PREFIX = '/trpc';
 /** `secureCookies`: whether the dashboard is served over HTTPS (directly or behind a trusted proxy). */
 export function trpcRoute(services: Services, options: { secureCookies: boolean; maxBatchSize: number }): Middleware<AppState> {
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) return next();
+    if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) {
+      await next();
+      return;
+    }
     // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404).
     ctx.respond = false;
     ctx.status = 200;

@@ -21,7 +21,7 @@
  * - anything else (the database unreachable, a write concern not met): the outcome of the rest is
  *   unknown, so none of it is acknowledged; its callers get 503 and may retry.
  */
-import { MongoBulkWriteError, MongoServerError } from 'mongodb';
+import { MongoBulkWriteError, MongoServerError, type WriteError } from 'mongodb';
 import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
 import { type Clock, utcMonth } from '../domain/time';
@@ -210,7 +210,7 @@ export class EventWriter {
       const outcome = await this.insert(docs);
       this.stats.batches++;
       this.stats.events += outcome.stored;
-      owners.slice(0, outcome.stored).forEach((p, i) => p.resolve(docs[i] as EventDoc));
+      owners.slice(0, outcome.stored).forEach((p, i) => { p.resolve(docs[i] as EventDoc); });
       // The newest event stored by this batch, exactly; or the head it started from.
       const storedHead = places[outcome.stored - 1] ?? head;
 
@@ -263,7 +263,7 @@ export class EventWriter {
       if (error instanceof MongoBulkWriteError) {
         // A write concern not met leaves even the inserted prefix unconfirmed: acknowledge nothing.
         if (error.result.getWriteConcernError()) return { stored: 0, stop: 'unknown', error };
-        const first = Array.isArray(error.writeErrors) ? error.writeErrors[0] : error.writeErrors;
+        const first: WriteError | undefined = Array.isArray(error.writeErrors) ? (error.writeErrors as WriteError[])[0] : (error.writeErrors as WriteError | undefined);
         if (first) return first.code === DUPLICATE_KEY ? { stored: first.index, stop: 'race' } : { stored: first.index, stop: 'refused', code: first.code };
       }
       if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return { stored: 0, stop: 'race' };

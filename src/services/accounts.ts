@@ -110,7 +110,7 @@ export class AccountService {
   private async startSession(account: AccountDoc): Promise<StartedSession> {
     const now = this.clock.now();
     const { token, doc } = await this.sessions.create(account._id, account.org_id, now);
-    void this.sessions.deleteExpired(now).catch((err: unknown) => this.log.warn({ err }, 'could not delete expired sessions'));
+    void this.sessions.deleteExpired(now).catch((err: unknown) => { this.log.warn({ err }, 'could not delete expired sessions'); });
     return { token, expiresAt: doc.expires_at, view: await this.viewOf(account) };
   }
 }

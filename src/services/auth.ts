@@ -89,6 +89,6 @@ export class ApiKeyAuthenticator {
     // Noted on the shared document first, so concurrent requests do not all write it.
     doc.last_used_at = now;
     // Off the request path: a failed last-used write must not fail the request it describes.
-    this.keys.touch(doc._id, now).catch((err: unknown) => this.log.warn({ err, keyId: doc.key_id }, 'could not record key use'));
+    this.keys.touch(doc._id, now).catch((err: unknown) => { this.log.warn({ err, keyId: doc.key_id }, 'could not record key use'); });
   }
 }

@@ -45,7 +45,7 @@ export async function createServices(
   const orgs = new OrgRepository(c, config.planCaps);
   const apiKeys = new ApiKeyRepository(c);
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
-  const writer = new EventWriter(c, orgs, apiKeys, clock, log, (hash) => auth.forget(hash));
+  const writer = new EventWriter(c, orgs, apiKeys, clock, log, (hash) => { auth.forget(hash); });
   const limits = config.limits ?? DEFAULT_LIMITS;
   const events = new EventService(c, writer, clock, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);

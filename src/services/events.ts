@@ -5,7 +5,7 @@ import type { Limits } from '../config/env';
 import { decodeCursor, encodeCursor } from '../domain/cursor';
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId, type TCreateEventInput, type TCreateEventOutput, type TEvent, type TEventFilters, type TListEventsInput, type TListEventsOutput } from '../domain/event';
-import { type Clock, parseIsoDateTime, parseRangeBound } from '../domain/time';
+import type { Clock } from '../domain/time';
 import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
@@ -15,10 +15,9 @@ import { ExportSlots } from './exportSlots';
 
 export const DEFAULT_PAGE_SIZE = 50;
 
-/** Parses the shared filters; the bounds were validated by the schema, the order of the two is checked here. */
+/** The shared filters as a query; the schema parsed the bounds, their order is checked here. */
 export function toEventQuery(filters: TEventFilters): EventQuery {
-  const start = filters.start_date === undefined ? undefined : (parseRangeBound(filters.start_date, 'start') ?? undefined);
-  const end = filters.end_date === undefined ? undefined : (parseRangeBound(filters.end_date, 'end') ?? undefined);
+  const { start_date: start, end_date: end } = filters;
   if (start && end && start > end) {
     throw new AppError('VALIDATION_FAILED', 'Invalid request: start_date must not be after end_date', {
       fields: ['start_date', 'end_date'],
@@ -54,8 +53,7 @@ export class EventService {
 
   async create(principal: ApiKeyPrincipal, input: TCreateEventInput): Promise<TCreateEventOutput> {
     const receivedAt = this.clock.now();
-    const timestamp = input.timestamp ? parseIsoDateTime(input.timestamp) : receivedAt;
-    if (!timestamp) throw new AppError('VALIDATION_FAILED', 'Invalid request: timestamp is not a valid ISO 8601 datetime', { fields: ['timestamp'] });
+    const timestamp = input.timestamp ?? receivedAt;
     const metadata = JSON.stringify(input.metadata ?? {});
     if (Buffer.byteLength(metadata) > this.limits.metadataBytes) {
       throw new AppError('VALIDATION_FAILED', `Invalid request: metadata must be at most ${this.limits.metadataBytes} bytes as JSON`, { fields: ['metadata'] });

@@ -22,6 +22,8 @@ let context: BrowserContext;
 let page: Page;
 /** Console errors and uncaught exceptions, CSP violations included: a working page has none. */
 const pageProblems: string[] = [];
+/** What beforeAll started, to close in reverse order even when it failed halfway. */
+const cleanups: (() => Promise<void>)[] = [];
 /** Set while the test itself provokes a 401 (a wrong password), which the browser logs as a failed load. */
 let expecting401 = false;
 
@@ -41,8 +43,11 @@ const shot = (name: string) => page.screenshot({ path: artifactPath('screenshots
 beforeAll(async () => {
   if (!existsSync(`${DASHBOARD_DIR}/index.html`)) throw new Error('The dashboard is not built: `npm test` builds it first; alone, run `npm run build`.');
   app = await startTestApp({ label: 'browser' });
+  cleanups.push(() => app.close());
   browser = await launchChromium();
+  cleanups.push(() => browser.close());
   context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true, locale: 'en-US', timezoneId: 'UTC' });
+  cleanups.push(() => context.close());
   page = await context.newPage();
   page.on('console', (msg) => {
     if (msg.type() !== 'error') return;
@@ -53,9 +58,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  await app?.close();
+  for (const close of cleanups.reverse()) await close();
 });
 
 // Each run has a database of its own, so a fixed address is unique; it reads well in the screenshots.

@@ -35,8 +35,11 @@ async function freePort(): Promise<number> {
 async function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => { resolve(false); });
     socket.connect(port, '127.0.0.1');
   });
 }

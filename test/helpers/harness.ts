@@ -73,7 +73,7 @@ export async function startTestApp(options: {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits }, clock, log, { throttle: options.throttle });
   const http = createHttpApp(services, options.http);
-  const server: Server = createServer(http.koa.callback());
+  const server: Server = createServer(http.listener);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -97,7 +97,7 @@ export async function startTestApp(options: {
     key,
     async close() {
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => { resolve(); }));
       await services.writer.idle();
       await db.dropDatabase().catch(() => undefined);
       await client.close();

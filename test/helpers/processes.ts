@@ -23,13 +23,13 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const lines = createInterface({ input: child.stdout! }); // stdout is piped above
+  const lines = createInterface({ input: child.stdout }); // stdout is piped above
   const { port, metricsPort } = await new Promise<{ port: number; metricsPort: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 60_000);
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+    const timer = setTimeout(() => { reject(new Error(`server did not start: ${stderr}`)); }, 60_000);
+    child.once('exit', (code) => { reject(new Error(`server exited with ${code}: ${stderr}`)); });
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line) as { port?: number; metricsPort?: number };

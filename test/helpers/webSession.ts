@@ -25,7 +25,7 @@ export class WebSession {
     private readonly extraHeaders: Record<string, string> = {},
   ) {
     this.client = createTRPCClient<AppRouter>({
-      links: [httpLink({ url: `${appUrl}/trpc`, fetch: (url, init) => this.fetch(String(url), (init ?? {}) as RequestInit) })],
+      links: [httpLink({ url: `${appUrl}/trpc`, fetch: (url, init) => this.fetch(url instanceof Request ? url.url : url.toString(), (init ?? {}) as RequestInit) })],
     });
   }
 

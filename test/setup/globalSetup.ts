@@ -7,7 +7,7 @@ import type { MongoMemoryServer } from 'mongodb-memory-server';
 import { localFerretDbMissing, startLocalFerretDb } from '../../src/db/localFerretDb';
 
 declare global {
-  // eslint-disable-next-line no-var
+   
   var __MONGO_SERVER__: MongoMemoryServer | undefined;
 }
 
@@ -21,7 +21,7 @@ export default async function globalSetup(): Promise<void> {
   } catch (error) {
     const missing = localFerretDbMissing();
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    if (missing) throw new Error(`No MONGODB_URI, no embedded MongoDB (${reason}), and no FerretDB to stand in (${missing}). Set MONGODB_URI.`);
+    if (missing) throw new Error(`No MONGODB_URI, no embedded MongoDB (${reason}), and no FerretDB to stand in (${missing}). Set MONGODB_URI.`, { cause: error });
     process.stderr.write(`\nThe embedded MongoDB could not be started (${reason}); using the bundled FerretDB on the local PostgreSQL (the first run builds it: a few minutes).\n`);
     process.env.MONGODB_URI = await startLocalFerretDb();
   }

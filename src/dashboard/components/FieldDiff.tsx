@@ -6,7 +6,8 @@ import { type Change, diffLines, diffWordsWithSpace } from 'diff';
 import type { FieldChange } from '../lib/fieldChange';
 
 function asText(value: unknown): string {
-  return typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? 'undefined');
+  // JSON.stringify(undefined) is undefined, whatever its type says.
+  return typeof value === 'string' ? value : value === undefined ? 'undefined' : JSON.stringify(value, null, 2);
 }
 
 export function FieldDiff({ change }: { change: FieldChange }) {

@@ -1,6 +1,6 @@
 /** The events explorer: filters kept in the URL, newest first, the list endpoint's cursor for "Load more". */
 import { keepPreviousData, useInfiniteQuery } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useMemo, useState } from 'react';
+import { type SubmitEvent, useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { fieldChangeOf } from '../lib/fieldChange';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
@@ -37,7 +37,7 @@ export function EventsPage() {
     placeholderData: keepPreviousData,
   });
 
-  const apply = (e: FormEvent) => {
+  const apply = (e: SubmitEvent) => {
     e.preventDefault();
     setSearch(filtersToSearch(draft));
   };

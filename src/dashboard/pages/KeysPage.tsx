@@ -1,6 +1,6 @@
 /** API keys: create (value shown once), list, revoke after confirmation. */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { type SubmitEvent, useEffect, useRef, useState } from 'react';
 import { CopyButton } from '../components/CopyButton';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatRelative } from '../lib/format';
@@ -25,7 +25,7 @@ export function KeysPage() {
     },
   });
 
-  const submit = (e: FormEvent) => {
+  const submit = (e: SubmitEvent) => {
     e.preventDefault();
     create.mutate();
   };

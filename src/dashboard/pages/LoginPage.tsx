@@ -1,6 +1,6 @@
 /** Sign-in. The message for any failure is the server's one generic sentence. */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import { type SubmitEvent, useState } from 'react';
 import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
 import { AuthFrame } from '../components/AuthForm';
 import { FullPageLoading } from '../components/FullPageLoading';
@@ -26,7 +26,7 @@ export function LoginPage() {
   if (me.isPending) return <FullPageLoading />;
   if (me.data) return <Navigate to={safeNext(params.get('next'))} replace />;
 
-  const submit = (e: FormEvent) => {
+  const submit = (e: SubmitEvent) => {
     e.preventDefault();
     login.mutate();
   };

@@ -1,6 +1,6 @@
 /** Sign-up: the account and its organization (free plan) in one step, then the getting-started page. */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import { type SubmitEvent, useState } from 'react';
 import { Link, Navigate, useNavigate } from 'react-router';
 import { AuthFrame } from '../components/AuthForm';
 import { FullPageLoading } from '../components/FullPageLoading';
@@ -26,7 +26,7 @@ export function SignupPage() {
   if (me.data) return <Navigate to="/" replace />;
 
   const set = (key: keyof typeof form) => (e: { target: { value: string } }) => setForm({ ...form, [key]: e.target.value });
-  const submit = (e: FormEvent) => {
+  const submit = (e: SubmitEvent) => {
     e.preventDefault();
     signup.mutate();
   };
