@@ -7,9 +7,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { curlExample } from '../src/dashboard/lib/curlExample';
-import { CSV_COLUMNS } from '../src/domain/event';
 import { DEFAULT_THROTTLE } from '../src/services/authThrottle';
-import { call, createEvent, eventBody, query } from './helpers/api';
+import { call, createEvent, eventBody, query, SPEC_CSV_COLUMNS } from './helpers/api';
 import { startTestApp, type TestApp } from './helpers/harness';
 import { failure, uniqueEmail, WebSession } from './helpers/webSession';
 
@@ -160,9 +159,9 @@ describe('export from the dashboard', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename=".+\.csv"$/);
     const rows: string[][] = parse(res.text);
-    expect(rows[0]).toEqual([...CSV_COLUMNS]);
+    expect(rows[0]).toEqual(SPEC_CSV_COLUMNS);
     expect(rows).toHaveLength(2);
-    expect(rows[1]?.[CSV_COLUMNS.indexOf('actor_id')]).toBe('carol');
+    expect(rows[1]?.[SPEC_CSV_COLUMNS.indexOf('actor_id')]).toBe('carol');
   });
 
   it('refuses bad filters with 400, like /v1', async () => {
@@ -191,7 +190,8 @@ describe('usage', () => {
     // Backdated events still count for the month they were received in.
     expect(usage).toMatchObject({ used: 4, cap: 5, state: 'warning' });
     expect(usage.daily.at(-1)?.count).toBe(4);
-    expect(usage.daily.slice(0, -1).every((d) => d.count === 0)).toBe(true);
+    expect(usage.daily).toHaveLength(30);
+    expect(usage.daily.slice(0, -1).filter((d) => d.count !== 0)).toEqual([]);
 
     await createEvent(app.url, key);
     expect((await call(`${app.url}/v1/events`, { key, body: eventBody() })).status).toBe(429);

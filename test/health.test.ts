@@ -1,21 +1,16 @@
 /** Liveness and readiness: /readyz follows the database, /healthz only the process. */
 import { MongoClient } from 'mongodb';
-import { createServer } from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { createHttpApp } from '../src/http/app';
 import { createLogger } from '../src/logger';
 import { createServices } from '../src/services/container';
-import { DEFAULT_CAPS, mongoUri, uniqueDbName } from './helpers/harness';
+import { DEFAULT_CAPS, listenOnFreePort, mongoUri, uniqueDbName } from './helpers/harness';
 
 test('readyz answers 503 once the database is gone; healthz stays 200', async () => {
   const client = new MongoClient(mongoUri(), { serverSelectionTimeoutMS: 500 });
   await client.connect();
   const db = client.db(uniqueDbName('health'));
   const services = await createServices(db, { planCaps: DEFAULT_CAPS }, { now: () => new Date() }, createLogger('silent'));
-  const server = createServer(createHttpApp(services).listener).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { server, url } = await listenOnFreePort(createHttpApp(services).listener);
   try {
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
     await db.dropDatabase();

@@ -46,8 +46,8 @@ export function restApi(services: Services): Middleware<AppState> {
 
   return async (ctx, next) => {
     if (['POST', 'PUT', 'PATCH'].includes(ctx.method)) {
-      // The adapter reads only an exact `application/json` (trpc/trpc#4783) and would parse again what
-      // it finds in `req.body`: the body is read here, by the service's own rules.
+      // The adapter parses a body only under an exact `application/json` (trpc/trpc#4783), and takes one
+      // it finds in `req.body` as it is: so the body is read here, by the service's own rules.
       const req = ctx.req as IncomingMessage & { body?: unknown };
       req.body = await readJsonObject(ctx);
       // tRPC's incomingMessageToRequest JSON.stringify's `req.body` to build a fetch Request whose only

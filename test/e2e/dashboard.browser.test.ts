@@ -9,8 +9,7 @@ import { existsSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
-import { CSV_COLUMNS } from '../../src/domain/event';
-import { call, createEvent } from '../helpers/api';
+import { call, createEvent, SPEC_CSV_COLUMNS } from '../helpers/api';
 import { artifactPath, launchChromium } from '../helpers/browser';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
@@ -202,9 +201,9 @@ describe('the dashboard in a browser', () => {
     await download.saveAs(file);
     expect(download.suggestedFilename()).toMatch(/\.csv$/);
     const rows: string[][] = parse(readFileSync(file, 'utf8'));
-    expect(rows[0]).toEqual([...CSV_COLUMNS]);
+    expect(rows[0]).toEqual(SPEC_CSV_COLUMNS);
     expect(rows).toHaveLength(2);
-    const record = Object.fromEntries(CSV_COLUMNS.map((column, i) => [column, rows[1]?.[i]]));
+    const record = Object.fromEntries(SPEC_CSV_COLUMNS.map((column, i) => [column, rows[1]?.[i]]));
     expect(record).toMatchObject({ actor_id: 'alice', actor_name: 'Alice Admin', resource_id: 'user_carol', action: 'user.role_changed' });
   });
 

@@ -18,14 +18,20 @@ export async function call<T = any>(
   if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
   const response = await fetch(url, { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
   const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON (CSV exports): the text is the body
-  }
-  return { status: response.status, headers: response.headers, body: parsed as T, text };
+  return { status: response.status, headers: response.headers, body: jsonOrText(text) as T, text };
 }
+
+/** A response body: parsed JSON when it is JSON, else the text itself (CSV exports, plain errors). */
+export function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The spec's CSV columns, in order, as interface.md §4.4 rule 3 writes them (not the code's constant). */
+export const SPEC_CSV_COLUMNS = ['id', 'timestamp', 'actor_id', 'actor_name', 'action', 'resource_type', 'resource_id', 'resource_name', 'organization_id'];
 
 /** Creates one event through POST /v1/events and returns it; anything but 201 fails the calling test. */
 export async function createEvent(appUrl: string, key: string, overrides: Record<string, unknown> = {}): Promise<any> {

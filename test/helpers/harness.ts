@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import { type Config, DEFAULT_LIMITS, type Limits } from '../../src/config/env';
@@ -49,6 +49,14 @@ export function uniqueDbName(label: string): string {
   return `t_${label.replace(/[^a-z0-9]/gi, '').slice(0, 20)}_${randomBytes(4).toString('hex')}`;
 }
 
+/** Serves `listener` on a free loopback port. */
+export async function listenOnFreePort(listener: RequestListener): Promise<{ server: Server; url: string }> {
+  const server = createServer(listener);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
 export async function startTestApp(options: {
   label: string;
   clock?: Clock;
@@ -73,10 +81,7 @@ export async function startTestApp(options: {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits }, clock, log, { throttle: options.throttle });
   const http = createHttpApp(services, options.http);
-  const server: Server = createServer(http.listener);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { server, url } = await listenOnFreePort(http.listener);
 
   const key: TestApp['key'] = async (orgId) => {
     const created = await services.apiKeys.forOrg(orgId).create('test key', clock.now());
@@ -84,7 +89,7 @@ export async function startTestApp(options: {
   };
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     dbName,
     services,
     http,

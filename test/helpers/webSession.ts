@@ -5,6 +5,7 @@
  */
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
 import type { AppRouter } from '../../src/trpc/router';
+import { jsonOrText } from './api';
 
 export interface RawResponse {
   status: number;
@@ -42,14 +43,7 @@ export class WebSession {
       (init.headers as Record<string, string>)['content-type'] = 'application/json';
     }
     const response = await this.fetch(url, init);
-    const text = await response.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { status: response.status, headers: response.headers, body };
+    return { status: response.status, headers: response.headers, body: jsonOrText(await response.text()) };
   }
 
   async fetch(url: string, init: RequestInit): Promise<Response> {
