@@ -40,8 +40,10 @@ const EVENT_INDEXES: IndexDescription[] = [
 const API_KEY_INDEXES: IndexDescription[] = [
   // `key revoke KEY_ID` and the key that an event names.
   { key: { key_id: 1 }, name: 'key_id', unique: true },
-  // `key list --org`.
-  { key: { org_id: 1, created_at: 1 }, name: 'org_created' },
+  // An organization's keys in creation order (`key list --org`, the dashboard's keys page, newest first),
+  // key_id breaking ties: the whole sort, so no in-memory sort. (Replaces `org_created`, which lacked
+  // key_id; a database created before keeps that one, unused.)
+  { key: { org_id: 1, created_at: 1, key_id: 1 }, name: 'org_created_key' },
 ];
 
 const ACCOUNT_INDEXES: IndexDescription[] = [
@@ -60,6 +62,15 @@ const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Clearing old attempts.
   { key: { at: 1 }, name: 'at' },
 ];
+
+/** Every declared index, by collection name: what `test/helpers/queryShapes.ts` checks queries against. */
+export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription[]>> = {
+  events: EVENT_INDEXES,
+  api_keys: API_KEY_INDEXES,
+  accounts: ACCOUNT_INDEXES,
+  sessions: SESSION_INDEXES,
+  auth_attempts: AUTH_ATTEMPT_INDEXES,
+};
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
 export async function ensureIndexes(c: Collections): Promise<void> {

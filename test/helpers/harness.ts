@@ -10,6 +10,7 @@ import { MongoClient } from 'mongodb';
 import { type Config, DEFAULT_LIMITS, type Limits } from '../../src/config/env';
 import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
+import { queryShapeOf, queryShapeProblem } from './queryShapes';
 import type { Clock } from '../../src/domain/time';
 import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
@@ -73,6 +74,13 @@ export async function startTestApp(options: {
   dbTimeoutMs?: number;
 }): Promise<TestApp> {
   const client = new MongoClient(options.uri ?? mongoUri(), { ...clientOptions(options.dbTimeoutMs ?? 5000), monitorCommands: true });
+  // Every query the app sends, checked against the declared indexes when the suite closes it.
+  const queryProblems = new Set<string>();
+  client.on('commandStarted', (event) => {
+    const shape = queryShapeOf(event);
+    const problem = shape && queryShapeProblem(shape);
+    if (problem) queryProblems.add(problem);
+  });
   await client.connect();
   const dbName = uniqueDbName(options.label);
   const db = client.db(dbName);
@@ -106,6 +114,7 @@ export async function startTestApp(options: {
       await services.writer.idle();
       await db.dropDatabase().catch(() => undefined);
       await client.close();
+      if (queryProblems.size) throw new Error(`queries no declared index serves:\n${[...queryProblems].join('\n')}`);
     },
   };
 }
