@@ -7,7 +7,7 @@
  * Every figure is printed as a ratio to its limit and written to BENCHMARKS.md. Not a test: it asserts nothing.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, type as osType, release } from 'node:os';
@@ -67,7 +67,25 @@ function rssOf(pid: number): number {
   return kb * 1024;
 }
 
+/** Seconds of CPU (user + system) a process has used, from /proc: utime and stime, in clock ticks. */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Runs a load against a process and measures the CPU it spent per successful request. */
+async function loadWithCpu(pid: number, options: autocannon.Options): Promise<Load & { cpuMsPerRequest: number }> {
+  const before = cpuSecondsOf(pid);
+  const result = await load(options);
+  return { ...result, cpuMsPerRequest: ((cpuSecondsOf(pid) - before) * 1000) / Math.max(1, result.ok) };
+}
+
 interface Load {
+  /** Requests answered 2xx. */
+  ok: number;
   rps: number;
   p50: number;
   p99: number;
@@ -80,6 +98,7 @@ async function load(options: autocannon.Options): Promise<Load> {
   // timed-out request would vanish from the latency figures instead of showing in them.
   const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, timeout: 60, ...options });
   return {
+    ok: result['2xx'],
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -143,7 +162,7 @@ async function rawConcurrent(query: () => Promise<unknown>): Promise<Load> {
   );
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0);
-  return { rps: latencies.length / ((Date.now() - started) / 1000), p50: at(0.5), p99: at(0.99), non2xx: 0, errors: 0 };
+  return { ok: latencies.length, rps: latencies.length / ((Date.now() - started) / 1000), p50: at(0.5), p99: at(0.99), non2xx: 0, errors: 0 };
 }
 
 const ratio = (value: number, limit: number) => (limit > 0 ? value / limit : 0);
@@ -167,7 +186,7 @@ async function main(): Promise<void> {
 
   // Limits first, on an idle machine.
   const hello = await startProcess('scripts/bench/helloServer.ts', {});
-  const helloLoad = await load({ url: hello.url });
+  const helloLoad = await loadWithCpu(hello.child.pid ?? 0, { url: hello.url });
   await stop(hello);
   console.log(`limit  koa hello-world: ${helloLoad.rps.toFixed(0)} req/s, p50 ${helloLoad.p50} ms, p99 ${helloLoad.p99} ms`);
   // The limit: the same documents, the same indexes. The bare figure shows what the indexes cost.
@@ -195,12 +214,12 @@ async function main(): Promise<void> {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
   let bodyIndex = 0;
-  const ingest = await load({
+  const ingest = await loadWithCpu(service.child.pid ?? 0, {
     url: service.url,
     headers,
     requests: [{ method: 'POST', path: '/v1/events', setupRequest: (req) => ({ ...req, body: BODIES[bodyIndex++ % ACTORS] }) }],
   });
-  console.log(`ingest: ${ingest.rps.toFixed(0)} events/s, p50 ${ingest.p50} ms, p99 ${ingest.p99} ms, non-2xx ${ingest.non2xx}, errors ${ingest.errors}`);
+  console.log(`ingest: ${ingest.rps.toFixed(0)} events/s, p50 ${ingest.p50} ms, p99 ${ingest.p99} ms, non-2xx ${ingest.non2xx}, errors ${ingest.errors}; CPU ${ingest.cpuMsPerRequest.toFixed(3)} ms per event (hello-world ${helloLoad.cpuMsPerRequest.toFixed(3)} ms per request)`);
 
   const ids = (await services.collections.events.find({ tenant: org._id }, { projection: { _id: 1 } }).limit(1000).toArray()).map((d) => d._id);
   let next = 0;
@@ -254,6 +273,7 @@ async function main(): Promise<void> {
     ['ingest vs Koa hello-world', ingest.rps.toFixed(0), helloLoad.rps.toFixed(0), pct(ratio(ingest.rps, helloLoad.rps))],
     ['ingest vs raw insertMany (service indexes)', ingest.rps.toFixed(0), rawPerSecond.toFixed(0), pct(ratio(ingest.rps, rawPerSecond))],
     ['ingest vs raw insertMany (sequence index only)', ingest.rps.toFixed(0), rawBarePerSecond.toFixed(0), pct(ratio(ingest.rps, rawBarePerSecond))],
+    ['ingest CPU per event, ms (server process)', ingest.cpuMsPerRequest.toFixed(3), `${helloLoad.cpuMsPerRequest.toFixed(3)} (hello-world, per request)`, `${ratio(ingest.cpuMsPerRequest, helloLoad.cpuMsPerRequest).toFixed(1)}×`],
     ['ingest p50 / p99, ms', `${ingest.p50} / ${ingest.p99}`, `${helloLoad.p50} / ${helloLoad.p99} (hello-world)`, `${(ratio(ingest.p99, helloLoad.p99)).toFixed(1)}× p99`],
     ['GET /v1/events/:id, req/s', getById.rps.toFixed(0), `${rawGet.rps.toFixed(0)} (raw driver findOne)`, pct(ratio(getById.rps, rawGet.rps))],
     ['GET /v1/events/:id p50 / p99, ms', `${getById.p50} / ${getById.p99}`, `${rawGet.p50} / ${rawGet.p99} (raw driver)`, `${ratio(getById.p99, rawGet.p99).toFixed(1)}× p99`],
