@@ -6,106 +6,14 @@
  *   - a raw driver cursor read (what the database can hand out).
  * Every figure is printed as a ratio to its limit and written to BENCHMARKS.md. Not a test: it asserts nothing.
  */
-import autocannon from 'autocannon';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, type as osType, release } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { MongoClient } from 'mongodb';
 import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
-
-const ROOT = join(__dirname, '..');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONNECTIONS = 50;
-const ACTORS = 100;
-// Bodies rotate over 100 actors, so a filtered list reads about 1% of the events, as a dashboard would.
-const BODIES = Array.from({ length: ACTORS }, (_, i) => JSON.stringify({
-  actor: { id: `user_${i}`, name: 'Jane Admin', email: 'jane@example.com' },
-  action: 'user.role_changed',
-  resource: { type: 'user', id: 'user_456', name: 'John Doe' },
-  metadata: { field: 'role', old_value: 'member', new_value: 'admin', ip: '203.0.113.7' },
-}));
-
-interface Proc {
-  url: string;
-  child: ChildProcess;
-}
-
-async function startProcess(script: string, env: Record<string, string>): Promise<Proc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout }); // piped above
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => { reject(new Error(`${script} exited with ${code}`)); });
-    lines.on('line', (line) => {
-      try {
-        const port = (JSON.parse(line) as { port?: number }).port;
-        if (port) resolve(port);
-      } catch {
-        // not JSON
-      }
-    });
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
-async function stop(proc: Proc): Promise<void> {
-  if (proc.child.exitCode !== null) return;
-  proc.child.kill('SIGTERM');
-  await once(proc.child, 'exit');
-}
-
-function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return kb * 1024;
-}
-
-/** Seconds of CPU (user + system) a process has used, from /proc: utime and stime, in clock ticks. */
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
-/** Runs a load against a process and measures the CPU it spent per successful request. */
-async function loadWithCpu(pid: number, options: autocannon.Options): Promise<Load & { cpuMsPerRequest: number }> {
-  const before = cpuSecondsOf(pid);
-  const result = await load(options);
-  return { ...result, cpuMsPerRequest: ((cpuSecondsOf(pid) - before) * 1000) / Math.max(1, result.ok) };
-}
-
-interface Load {
-  /** Requests answered 2xx. */
-  ok: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-}
-
-async function load(options: autocannon.Options): Promise<Load> {
-  // A generous timeout: on FerretDB a list or point read scans the collection (see README) and a
-  // timed-out request would vanish from the latency figures instead of showing in them.
-  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, timeout: 60, ...options });
-  return {
-    ok: result['2xx'],
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
-}
+import { describeRun, measureScaleOut } from './bench/scaleOut';
+import { ACTORS, BODIES, CONNECTIONS, load, loadWithCpu, type Load, ROOT, rssOf, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
 
 function eventDoc(tenant: string, seq: number) {
   const now = new Date();
@@ -162,7 +70,7 @@ async function rawConcurrent(query: () => Promise<unknown>): Promise<Load> {
   );
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0);
-  return { ok: latencies.length, rps: latencies.length / ((Date.now() - started) / 1000), p50: at(0.5), p99: at(0.99), non2xx: 0, errors: 0 };
+  return { ok: latencies.length, timeouts: 0, rps: latencies.length / ((Date.now() - started) / 1000), p50: at(0.5), p99: at(0.99), non2xx: 0, errors: 0 };
 }
 
 const ratio = (value: number, limit: number) => (limit > 0 ? value / limit : 0);
@@ -197,15 +105,7 @@ async function main(): Promise<void> {
 
   // The service, on the fresh database.
   // Default log level: one pino line per request, as in production.
-  const service = await startProcess('src/main.ts', {
-    MONGODB_URI: uri,
-    MONGODB_DB: dbName,
-    LOG_LEVEL: 'info',
-    METRICS_PORT: '0',
-    // One key sends every request here: the per-key limit is not what this measures.
-    RATE_LIMIT_PER_SECOND: '1000000',
-    RATE_LIMIT_BURST: '1000000',
-  });
+  const service = await startProcess('src/main.ts', serviceEnv(uri, dbName));
   const admin = await import('../src/services/container');
   const { createLogger } = await import('../src/logger');
   const services = await admin.createServices(client.db(dbName), { planCaps: { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 } }, { now: () => new Date() }, createLogger('silent'));
@@ -264,6 +164,8 @@ async function main(): Promise<void> {
   console.log(`export csv: ${exportRows} rows (${(bytes / 1e6).toFixed(1)} MB) in ${exportSeconds.toFixed(1)} s = ${exportPerSecond.toFixed(0)} rows/s; raw cursor ${raw.perSecond.toFixed(0)} rows/s; RSS ${(rssBefore / 2 ** 20).toFixed(0)} → peak ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
 
   await stop(service);
+  // Several processes on the same database: what the scale-out issue measures.
+  const scale = await measureScaleOut(uri, dbName, services);
   await client.db(dbName).dropDatabase();
   await client.close();
   await memoryServer?.stop();
@@ -280,6 +182,11 @@ async function main(): Promise<void> {
     ['GET /v1/events?actor_id= (≤50 rows), req/s', list.rps.toFixed(0), `${rawList.rps.toFixed(0)} (raw driver find)`, pct(ratio(list.rps, rawList.rps))],
     ['GET /v1/events p50 / p99, ms', `${list.p50} / ${list.p99}`, `${rawList.p50} / ${rawList.p99} (raw driver)`, `${ratio(list.p99, rawList.p99).toFixed(1)}× p99`],
     ['export CSV, rows/s', exportPerSecond.toFixed(0), `${raw.perSecond.toFixed(0)} (raw driver cursor)`, pct(ratio(exportPerSecond, raw.perSecond))],
+    ...scale.map((r): [string, string, string, string] => {
+      const single = scale.find((s) => s.organizations === r.organizations && s.processes === 1) ?? r;
+      const label = `${r.processes} process${r.processes > 1 ? 'es' : ''}, ${r.organizations === 1 ? 'one organization' : `${r.organizations} organizations`}: events/s`;
+      return [label, r.perSecond.toFixed(0), `${single.perSecond.toFixed(0)} (one process)`, pct(ratio(r.perSecond, single.perSecond))];
+    }),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
@@ -291,6 +198,10 @@ async function main(): Promise<void> {
     '| measure | value | limit (same run) | ratio |',
     '|---|---|---|---|',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+    'Several processes on one database (per process: events stored, p99; exit after SIGTERM):',
+    '',
+    ...scale.map((r) => `- ${describeRun(r, scale.find((s) => s.organizations === r.organizations && s.processes === 1) ?? r)}`),
     '',
   ];
   const file = join(ROOT, 'BENCHMARKS.md');

@@ -1,11 +1,12 @@
 /**
- * Group commit with exact monthly caps, in one lane per organization.
+ * Group commit with exact monthly caps, fair between organizations, and failures that stay with the
+ * event that caused them.
  *
- * Each organization (tenant) has a lane: its concurrent creates queue while one batch of them is being
- * written, and each batch is a single ordered `insertMany` with a journaled, majority write concern. No
- * caller is answered before the write that holds its event has been acknowledged. Lanes never wait for
- * each other and never share a write, so one tenant's volume, lost races or refused events can neither
- * fail nor hold up another tenant's events.
+ * Creates queue per organization (tenant). While one round is being written the next gathers, and each
+ * round takes a fair share of every waiting tenant's queue (so one tenant's flood cannot push the others
+ * out), checks the caps and keys of all of them in one query each, and writes them in one ordered
+ * `insertMany` with a journaled, majority write concern. No caller is answered before the write that
+ * holds its event has been acknowledged.
  *
  * Every event takes the next per-tenant sequence number (`seq`), and the unique index on (tenant, seq)
  * decides races: of two writers, in one process or several, claiming the same number, exactly one wins;
@@ -15,11 +16,12 @@
  * without any atomic read-modify-write, which FerretDB does not provide (its findAndModify is not atomic).
  *
  * An ordered insert stops at the first document that fails, so what was stored is exactly a prefix of the
- * batch, and that prefix is acknowledged. What stopped it decides the rest:
- * - a duplicate sequence number (a lost race): the rest is numbered again and retried;
- * - the database refusing that one document: its caller alone gets 422, and the rest is retried;
- * - anything else (the database unreachable, a write concern not met): the outcome of the rest is
- *   unknown, so none of it is acknowledged; its callers get 503 and may retry.
+ * round, and that prefix is acknowledged. What stopped it concerns that document's tenant only:
+ * - a duplicate sequence number (a lost race): that tenant's newest event is reloaded;
+ * - the database refusing that one document: its caller alone gets 422.
+ * Every other unstored event keeps its tenant's numbering and is written again at once: another tenant's
+ * failure costs it one more insert, never an error. Only when the database is unreachable or a write
+ * concern is not met is the outcome of the rest unknown: none of it is acknowledged, and its callers get 503.
  */
 import { MongoBulkWriteError, MongoServerError, type WriteError } from 'mongodb';
 import type { Logger } from 'pino';
@@ -42,16 +44,14 @@ interface Head {
 
 interface Pending {
   draft: EventDraft;
-  /** The hash of the API key that sent the event: checked again, for the whole batch, before the write. */
+  /** The hash of the API key that sent the event: checked again, for the whole round, before the write. */
   keyHash: string;
   resolve: (doc: EventDoc) => void;
   reject: (error: unknown) => void;
 }
 
-interface Lane {
-  tenant: string;
+interface Tenant {
   queue: Pending[];
-  flushing: Promise<void> | null;
   /** The tenant's newest stored event as far as this process knows; null: load it before writing. */
   head: Head | null;
   /** The cap refused an event in `month`: until `until` (ms), later creates are refused at the door. */
@@ -70,9 +70,9 @@ type InsertOutcome =
 /** The head of a tenant with no events yet. */
 const NO_EVENTS: Head = { seq: 0, month: '', monthSeq: 0 };
 
-const MAX_BATCH = 1000;
+const MAX_ROUND = 1000;
 // Each retry follows a lost race, i.e. another writer's progress; past this many the caller gets a 503.
-const MAX_ATTEMPTS = 50;
+const MAX_RACES = 50;
 // FerretDB's duplicate-key message does not name the index, so any duplicate is taken for a lost
 // sequence race: event ids are UUIDv7 made here, and (tenant, seq) is the only other unique key.
 const DUPLICATE_KEY = 11000;
@@ -82,8 +82,8 @@ const WRITE_CONCERN = { w: 'majority', j: true } as const;
  * month, so the only thing this delays is a cap raised by an operator: it applies within this time.
  */
 const CAP_RECHECK_MS = 10_000;
-/** Lanes kept for their cached heads; past this many, idle ones are dropped (their heads reload). */
-const MAX_IDLE_LANES = 10_000;
+/** Tenants kept for their cached heads; past this many, idle ones are dropped (their heads reload). */
+const MAX_IDLE_TENANTS = 10_000;
 
 export interface WriterStats {
   batches: number;
@@ -99,7 +99,8 @@ function capReached(now: Date): AppError {
 }
 
 export class EventWriter {
-  private readonly lanes = new Map<string, Lane>();
+  private readonly tenants = new Map<string, Tenant>();
+  private flushing: Promise<void> | null = null;
   readonly stats: WriterStats = { batches: 0, events: 0, conflicts: 0, refused: 0 };
 
   constructor(
@@ -118,50 +119,57 @@ export class EventWriter {
    * database refuses the event itself and with 503 when the write could not be confirmed.
    */
   write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
-    const lane = this.lane(draft.tenant);
+    const tenant = this.tenant(draft.tenant);
     const now = this.clock.now();
-    if (lane.capped && lane.capped.month === utcMonth(now) && now.getTime() < lane.capped.until) {
+    if (tenant.capped && tenant.capped.month === utcMonth(now) && now.getTime() < tenant.capped.until) {
       return Promise.reject(capReached(now));
     }
     return new Promise<EventDoc>((resolve, reject) => {
-      lane.queue.push({ draft, keyHash, resolve, reject });
-      lane.flushing ??= this.drain(lane).finally(() => {
-        lane.flushing = null;
+      tenant.queue.push({ draft, keyHash, resolve, reject });
+      this.flushing ??= this.drain().finally(() => {
+        this.flushing = null;
       });
     });
   }
 
-  /** Resolves when everything queued so far, in every lane, has been written or refused. */
+  /** Resolves when everything queued so far has been written or refused. */
   async idle(): Promise<void> {
-    for (;;) {
-      const busy = [...this.lanes.values()].flatMap((lane) => (lane.flushing ? [lane.flushing] : []));
-      if (busy.length === 0) return;
-      await Promise.all(busy);
-    }
+    while (this.flushing) await this.flushing;
   }
 
-  private lane(tenant: string): Lane {
-    let lane = this.lanes.get(tenant);
-    if (!lane) {
-      if (this.lanes.size >= MAX_IDLE_LANES) {
-        for (const [key, idle] of this.lanes) if (!idle.flushing) this.lanes.delete(key);
+  private tenant(id: string): Tenant {
+    let tenant = this.tenants.get(id);
+    if (!tenant) {
+      if (this.tenants.size >= MAX_IDLE_TENANTS) {
+        for (const [key, idle] of this.tenants) if (idle.queue.length === 0) this.tenants.delete(key);
       }
-      lane = { tenant, queue: [], flushing: null, head: null, capped: null };
-      this.lanes.set(tenant, lane);
+      tenant = { queue: [], head: null, capped: null };
+      this.tenants.set(id, tenant);
     }
-    return lane;
+    return tenant;
   }
 
-  private async drain(lane: Lane): Promise<void> {
-    while (lane.queue.length) {
-      const batch = lane.queue.splice(0, MAX_BATCH);
+  /** A fair round: every waiting tenant gets an equal share of the places, unused shares go to the rest. */
+  private takeRound(): Pending[] {
+    const round: Pending[] = [];
+    let waiting = [...this.tenants.values()].filter((t) => t.queue.length > 0);
+    while (waiting.length > 0 && round.length < MAX_ROUND) {
+      const share = Math.max(1, Math.floor((MAX_ROUND - round.length) / waiting.length));
+      for (const t of waiting) round.push(...t.queue.splice(0, Math.min(share, MAX_ROUND - round.length)));
+      waiting = waiting.filter((t) => t.queue.length > 0);
+    }
+    return round;
+  }
+
+  private async drain(): Promise<void> {
+    for (let round = this.takeRound(); round.length > 0; round = this.takeRound()) {
       try {
-        await this.commit(lane, batch);
+        await this.commit(round);
       } catch (error) {
-        // A read before the insert failed (caps, keys, head): nothing of this batch was written.
-        lane.head = null;
-        this.log.error({ tenant: lane.tenant, error: describeDbError(error) }, 'group commit failed before writing');
-        for (const p of batch) p.reject(error);
+        // A read before the insert failed (caps, keys, heads): nothing of this round was written.
+        for (const p of round) this.tenant(p.draft.tenant).head = null;
+        this.log.error({ error: describeDbError(error) }, 'group commit failed before writing');
+        for (const p of round) p.reject(error);
       }
     }
   }
@@ -171,38 +179,45 @@ export class EventWriter {
     return last ? { seq: last.seq, month: last.month, monthSeq: last.month_seq } : NO_EVENTS;
   }
 
-  private async commit(lane: Lane, batch: Pending[]): Promise<void> {
-    const { tenant } = lane;
-    let pending = batch;
-    for (let races = 0; pending.length > 0 && races < MAX_ATTEMPTS; ) {
+  private async commit(round: Pending[]): Promise<void> {
+    let pending = round;
+    for (let races = 0; pending.length > 0 && races < MAX_RACES; ) {
+      const ids = [...new Set(pending.map((p) => p.draft.tenant))];
       const hashes = [...new Set(pending.map((p) => p.keyHash))];
-      const [caps, activeKeys, head] = await Promise.all([this.orgs.caps([tenant]), this.keys.activeAmong(hashes), lane.head ?? this.loadHead(tenant)]);
-      const cap = caps.get(tenant) ?? 0;
+      const [caps, activeKeys] = await Promise.all([
+        this.orgs.caps(ids),
+        this.keys.activeAmong(hashes),
+        ...ids.map(async (id) => {
+          const tenant = this.tenant(id);
+          tenant.head ??= await this.loadHead(id);
+        }),
+      ]);
       const now = this.clock.now();
       const receiptMonth = utcMonth(now);
 
-      // Give each event its place, each after the one before.
-      const places: Head[] = [];
+      // Give each event its place, each after the one before in its tenant; heads move only once stored.
+      const next = new Map<string, Head>();
       const docs: EventDoc[] = [];
       const owners: Pending[] = [];
-      let last = head;
       for (const p of pending) {
         if (!activeKeys.has(p.keyHash)) {
           this.onInactiveKey(p.keyHash);
           p.reject(new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey));
           continue;
         }
+        const tenant = this.tenant(p.draft.tenant);
+        const last = next.get(p.draft.tenant) ?? tenant.head ?? NO_EVENTS;
         // Months never go backwards along the sequence, even if this process's clock lags another's.
         const month = last.month > receiptMonth ? last.month : receiptMonth;
         const monthSeq = last.month === month ? last.monthSeq + 1 : 1;
-        if (monthSeq > cap) {
-          lane.capped = { month, until: now.getTime() + CAP_RECHECK_MS };
+        if (monthSeq > (caps.get(p.draft.tenant) ?? 0)) {
+          tenant.capped = { month, until: now.getTime() + CAP_RECHECK_MS };
           p.reject(capReached(now));
           continue;
         }
-        last = { seq: last.seq + 1, month, monthSeq };
-        places.push(last);
-        docs.push({ ...p.draft, seq: last.seq, month, month_seq: monthSeq });
+        const placed = { seq: last.seq + 1, month, monthSeq };
+        next.set(p.draft.tenant, placed);
+        docs.push({ ...p.draft, seq: placed.seq, month, month_seq: monthSeq });
         owners.push(p);
       }
       if (docs.length === 0) return;
@@ -210,43 +225,34 @@ export class EventWriter {
       const outcome = await this.insert(docs);
       this.stats.batches++;
       this.stats.events += outcome.stored;
-      owners.slice(0, outcome.stored).forEach((p, i) => { p.resolve(docs[i] as EventDoc); });
-      // The newest event stored by this batch, exactly; or the head it started from.
-      const storedHead = places[outcome.stored - 1] ?? head;
+      for (let i = 0; i < outcome.stored; i++) {
+        const doc = docs[i] as EventDoc;
+        this.tenant(doc.tenant).head = { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq };
+        owners[i]?.resolve(doc);
+      }
+      if (outcome.stop === undefined) return;
 
-      if (outcome.stop === undefined) {
-        lane.head = storedHead;
-        return;
-      }
-      if (outcome.stop === 'interrupted') {
-        lane.head = storedHead;
-        pending = owners.slice(outcome.stored);
-        continue;
-      }
+      const stopped = docs[outcome.stored] as EventDoc;
+      pending = owners.slice(outcome.stored);
       if (outcome.stop === 'race') {
-        lane.head = null;
+        this.tenant(stopped.tenant).head = null;
         this.stats.conflicts++;
         races++;
-        pending = owners.slice(outcome.stored);
-        continue;
-      }
-      if (outcome.stop === 'refused') {
-        // That one event is not stored and never will be; the numbers after it are free again.
-        lane.head = storedHead;
+      } else if (outcome.stop === 'refused') {
+        // That one event is not stored and never will be; its number is free again.
         this.stats.refused++;
-        this.log.warn({ tenant, code: outcome.code, index: outcome.stored }, 'the event store refused an event');
-        owners[outcome.stored]?.reject(new AppError('EVENT_REFUSED', MESSAGES.eventRefused));
-        pending = owners.slice(outcome.stored + 1);
-        continue;
+        this.log.warn({ tenant: stopped.tenant, code: outcome.code, index: outcome.stored }, 'the event store refused an event');
+        pending[0]?.reject(new AppError('EVENT_REFUSED', MESSAGES.eventRefused));
+        pending = pending.slice(1);
+      } else if (outcome.stop === 'unknown') {
+        for (const p of pending) this.tenant(p.draft.tenant).head = null;
+        this.log.error({ events: pending.length, error: describeDbError(outcome.error) }, 'event insert not confirmed');
+        const failure =
+          unreachableDatabaseError(outcome.error) ??
+          new AppError('SERVICE_UNAVAILABLE', MESSAGES.writeUnconfirmed, { retryAfter: UNAVAILABLE_RETRY_AFTER_S }, { cause: outcome.error });
+        for (const p of pending) p.reject(failure);
+        return;
       }
-      lane.head = null;
-      const rest = owners.slice(outcome.stored);
-      this.log.error({ tenant, events: rest.length, error: describeDbError(outcome.error) }, 'event insert not confirmed');
-      const failure =
-        unreachableDatabaseError(outcome.error) ??
-        new AppError('SERVICE_UNAVAILABLE', MESSAGES.writeUnconfirmed, { retryAfter: UNAVAILABLE_RETRY_AFTER_S }, { cause: outcome.error });
-      for (const p of rest) p.reject(failure);
-      return;
     }
     for (const p of pending) {
       p.reject(new AppError('SERVICE_UNAVAILABLE', 'Too many concurrent writers for this organization; retry', { retryAfter: 1 }));
@@ -275,22 +281,19 @@ export class EventWriter {
   /**
    * After a server error that names no document, finds out what happened. FerretDB answers a document
    * that PostgreSQL refuses (a NUL in a string, say) this way, having stored the documents before it
-   * while reporting none. What is stored is read back (our ids at our sequence numbers), and the first
-   * event that is not stored is tried once more on its own: only if it fails again, for a reason that is
-   * neither a lost race nor an unreachable database, is it the one refused.
+   * while reporting none. What is stored is read back (our own ids), and the first event that is not
+   * stored is tried once more on its own: only if it fails again, for a reason that is neither a lost
+   * race nor an unreachable database, is it the one refused.
    */
   private async reconcile(docs: EventDoc[], error: MongoServerError): Promise<InsertOutcome> {
-    const first = docs[0] as EventDoc;
     try {
-      const found = await this.c.events
-        .find({ tenant: first.tenant, seq: { $gte: first.seq, $lte: first.seq + docs.length - 1 } }, { projection: { _id: 1, seq: 1 } })
-        .toArray();
-      const holder = new Map(found.map((doc) => [doc.seq, doc._id]));
+      const tenants = [...new Set(docs.map((doc) => doc.tenant))];
+      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1 } }).toArray();
+      const storedIds = new Set(found.map((doc) => doc._id));
       let stored = 0;
-      while (stored < docs.length && holder.get((docs[stored] as EventDoc).seq) === (docs[stored] as EventDoc)._id) stored++;
+      while (stored < docs.length && storedIds.has((docs[stored] as EventDoc)._id)) stored++;
       const suspect = docs[stored];
       if (!suspect) return { stored };
-      if (holder.has(suspect.seq)) return { stored, stop: 'race' };
       try {
         await this.c.events.insertOne(suspect, { writeConcern: WRITE_CONCERN });
         return stored + 1 < docs.length ? { stored: stored + 1, stop: 'interrupted' } : { stored: stored + 1 };

@@ -1,0 +1,117 @@
+/** What the benchmark scripts share: starting service processes, loading them, reading their CPU and memory. */
+import autocannon from 'autocannon';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const ROOT = join(__dirname, '..', '..');
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+export const CONNECTIONS = 50;
+export const ACTORS = 100;
+// Bodies rotate over 100 actors, so a filtered list reads about 1% of the events, as a dashboard would.
+export const BODIES = Array.from({ length: ACTORS }, (_, i) => JSON.stringify({
+  actor: { id: `user_${i}`, name: 'Jane Admin', email: 'jane@example.com' },
+  action: 'user.role_changed',
+  resource: { type: 'user', id: 'user_456', name: 'John Doe' },
+  metadata: { field: 'role', old_value: 'member', new_value: 'admin', ip: '203.0.113.7' },
+}));
+
+/** The environment of a service process under load: a free metrics port, and no per-key limit in the way. */
+export function serviceEnv(uri: string, dbName: string): Record<string, string> {
+  return {
+    MONGODB_URI: uri,
+    MONGODB_DB: dbName,
+    LOG_LEVEL: 'info',
+    METRICS_PORT: '0',
+    // One key sends every request here: the per-key limit is not what this measures.
+    RATE_LIMIT_PER_SECOND: '1000000',
+    RATE_LIMIT_BURST: '1000000',
+  };
+}
+
+export interface Proc {
+  url: string;
+  child: ChildProcess;
+}
+
+export async function startProcess(script: string, env: Record<string, string>): Promise<Proc> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout }); // piped above
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => { reject(new Error(`${script} exited with ${code}`)); });
+    lines.on('line', (line) => {
+      try {
+        const port = (JSON.parse(line) as { port?: number }).port;
+        if (port) resolve(port);
+      } catch {
+        // not JSON
+      }
+    });
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+/** Stops a process with SIGTERM; resolves with the milliseconds it took to exit. */
+export async function stop(proc: Proc): Promise<number> {
+  if (proc.child.exitCode !== null) return 0;
+  const started = Date.now();
+  proc.child.kill('SIGTERM');
+  await once(proc.child, 'exit');
+  return Date.now() - started;
+}
+
+export function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb * 1024;
+}
+
+/** Seconds of CPU (user + system) a process has used, from /proc: utime and stime, in clock ticks. */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+export function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Runs a load against a process and measures the CPU it spent per successful request. */
+export async function loadWithCpu(pid: number, options: autocannon.Options): Promise<Load & { cpuMsPerRequest: number }> {
+  const before = cpuSecondsOf(pid);
+  const result = await load(options);
+  return { ...result, cpuMsPerRequest: ((cpuSecondsOf(pid) - before) * 1000) / Math.max(1, result.ok) };
+}
+
+export interface Load {
+  /** Requests answered 2xx. */
+  ok: number;
+  /** Requests that got no answer within the timeout. */
+  timeouts: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export async function load(options: autocannon.Options): Promise<Load> {
+  // A generous timeout: on FerretDB a list or point read scans the collection (see README) and a
+  // timed-out request would vanish from the latency figures instead of showing in them.
+  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, timeout: 60, ...options });
+  return {
+    ok: result['2xx'],
+    timeouts: result.timeouts,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
