@@ -100,6 +100,30 @@ describe('the group-commit writer isolates failures', () => {
   });
 });
 
+test('a flood from one organization does not push another organization\'s events back', async () => {
+  const app = await startTestApp({ label: 'fairness' });
+  try {
+    const a = await app.org({ plan: 'pro' });
+    const b = await app.org({ plan: 'pro' });
+    const [principalA, principalB] = [await principalOf(app, a), await principalOf(app, b)];
+    const input = { actor: { id: 'x' }, action: 'doc.written', resource: { type: 'doc', id: 'd' } };
+    const roundsBefore = app.services.writer.stats.batches;
+    // 5,000 of A's events queue at once: five full rounds if the queue were first come, first served.
+    const flood = Promise.all(Array.from({ length: 5000 }, () => app.services.events.create(principalA, input)));
+    let roundOfB = 0;
+    const bDone = app.services.events.create(principalB, input).then(() => {
+      roundOfB = app.services.writer.stats.batches - roundsBefore;
+    });
+    await Promise.all([flood, bDone]);
+    // The first round took only the first event; B gets its share of the second.
+    expect(roundOfB).toBeGreaterThan(0);
+    expect(roundOfB).toBeLessThanOrEqual(2);
+    expect(await app.services.collections.events.countDocuments({ tenant: a.id })).toBe(5000);
+  } finally {
+    await app.close();
+  }
+});
+
 describe('exports', () => {
   let app: TestApp;
   let org: TestOrg;
