@@ -110,10 +110,3 @@ export function toErrorBody(error: AppError): TErrorBody {
   if (error.details.fields?.length) body.fields = error.details.fields;
   return body;
 }
-
-/** Narrows unknown throwables to an AppError, hiding anything unexpected behind the spec's 500 text. */
-export function asAppError(error: unknown): AppError {
-  if (error instanceof AppError) return error;
-  if (error instanceof Error && error.cause instanceof AppError) return error.cause;
-  return new AppError('INTERNAL_ERROR', MESSAGES.internal, {}, { cause: error });
-}

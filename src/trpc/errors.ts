@@ -4,7 +4,7 @@
  */
 import { TRPCError } from '@trpc/server';
 import { ZodError } from 'zod';
-import { AppError, asAppError, type ErrorCode, type TErrorBody, toErrorBody } from '../domain/errors';
+import { AppError, type ErrorCode, MESSAGES, type TErrorBody, toErrorBody } from '../domain/errors';
 import { validationError } from '../domain/validation';
 import { unreachableDatabaseError } from '../db/errors';
 
@@ -42,7 +42,8 @@ export function toAppError(error: unknown): AppError {
   if (unreachable) return unreachable;
   const code = BY_STATUS[statusOf(error) ?? 0];
   if (code && error instanceof Error) return new AppError(code, error.message);
-  return asAppError(cause);
+  // Anything else is unexpected: the spec's bare 500, the cause kept for the log only.
+  return new AppError('INTERNAL_ERROR', MESSAGES.internal, {}, { cause });
 }
 
 export interface ErrorResponse {
