@@ -10,6 +10,11 @@ import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
 
+/** A host as it appears in a URL: IPv6 addresses in brackets. */
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
@@ -32,6 +37,9 @@ async function main(): Promise<void> {
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const url = config.publicUrl ?? `http://localhost:${port}`;
+  // Other instances on this database forward events to this address; alone, nothing is ever sent to it.
+  const wildcard = ['0.0.0.0', '::', ''].includes(config.host);
+  await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.host)}:${port}`);
   log.info(
     { port, url, metricsPort, embeddedDatabase: database.embedded },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
@@ -54,10 +62,12 @@ async function main(): Promise<void> {
 
   const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down');
+    // Leave the instance list first: the other instances then write this one's organizations themselves.
+    await services.ingest.instances.leave();
     server.close();
     server.closeIdleConnections();
     metricsServer.close();
-    await services.writer.idle();
+    await services.ingest.stop();
     await database.close();
     process.exit(0);
   };

@@ -107,12 +107,12 @@ test('a flood from one organization does not push another organization\'s events
     const b = await app.org({ plan: 'pro' });
     const [principalA, principalB] = [await principalOf(app, a), await principalOf(app, b)];
     const input = { actor: { id: 'x' }, action: 'doc.written', resource: { type: 'doc', id: 'd' } };
-    const roundsBefore = app.services.writer.stats.batches;
+    const roundsBefore = app.services.ingest.stats.batches;
     // 5,000 of A's events queue at once: five full rounds if the queue were first come, first served.
     const flood = Promise.all(Array.from({ length: 5000 }, () => app.services.events.create(principalA, input)));
     let roundOfB = 0;
     const bDone = app.services.events.create(principalB, input).then(() => {
-      roundOfB = app.services.writer.stats.batches - roundsBefore;
+      roundOfB = app.services.ingest.stats.batches - roundsBefore;
     });
     await Promise.all([flood, bDone]);
     // The first round took only the first event; B gets its share of the second.

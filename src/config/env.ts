@@ -19,6 +19,7 @@ const ZEnv = z.object({
   PLAN_CAP_PRO: capValue.default(1_000_000),
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
   PUBLIC_URL: z.url().optional(),
+  INSTANCE_URL: z.url({ protocol: /^https?$/ }).optional(),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY_HOPS: positive.max(10).default(1),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
@@ -71,6 +72,8 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   planCaps: Record<Plan, number>;
   publicUrl: string | undefined;
+  /** Where the other instances on the same database reach this one (default: this host's loopback and port). */
+  instanceUrl: string | undefined;
   trustProxy: boolean;
   /** Proxies in front of the service whose X-Forwarded-For entries are trusted, counted from the right. */
   trustProxyHops: number;
@@ -103,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     planCaps: { free: e.PLAN_CAP_FREE, pro: e.PLAN_CAP_PRO, enterprise: e.PLAN_CAP_ENTERPRISE },
     publicUrl: e.PUBLIC_URL,
+    instanceUrl: e.INSTANCE_URL,
     trustProxy: e.TRUST_PROXY === 'true',
     trustProxyHops: e.TRUST_PROXY_HOPS,
     metricsPort: e.METRICS_PORT,

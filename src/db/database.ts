@@ -1,6 +1,6 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
-import type { AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, OrgDoc, SessionDoc } from './documents';
+import type { AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, InstanceDoc, OrgDoc, SessionDoc } from './documents';
 
 export interface Collections {
   events: Collection<EventDoc>;
@@ -9,6 +9,8 @@ export interface Collections {
   accounts: Collection<AccountDoc>;
   sessions: Collection<SessionDoc>;
   authAttempts: Collection<AuthAttemptDoc>;
+  /** A handful of documents, one per running instance, read whole at each heartbeat: no index needed. */
+  instances: Collection<InstanceDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -19,12 +21,14 @@ export function collections(db: Db): Collections {
     accounts: db.collection<AccountDoc>('accounts'),
     sessions: db.collection<SessionDoc>('sessions'),
     authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),
+    instances: db.collection<InstanceDoc>('instances'),
   };
 }
 
 // Every events index starts with the tenant: no query can be served across organizations.
 const EVENT_INDEXES: IndexDescription[] = [
-  // Claims the next sequence number atomically (a duplicate loses) and finds a tenant's newest event.
+  // Claims the next sequence number atomically (a duplicate loses); the writer's point probes for a
+  // tenant's newest event read it too.
   { key: { tenant: 1, seq: 1 }, name: 'tenant_seq', unique: true },
   // List and export without filters, newest first, keyset on (ts, _id).
   { key: { tenant: 1, ts: -1, _id: -1 }, name: 'tenant_ts_id' },

@@ -107,6 +107,22 @@ export interface SessionDoc {
   expires_at: Date;
 }
 
+/**
+ * A running service instance, for the others to find (src/ingest/instances.ts). Liveness is read from
+ * `beat` changing, timed by the reader's own clock, so instances need no agreement on the time.
+ */
+export interface InstanceDoc {
+  /** Random, chosen at start. */
+  _id: string;
+  /** Where the other instances reach this one's HTTP port. */
+  url: string;
+  /** Random, chosen at start: the other instances send it with what they forward, so nothing else can. */
+  token: string;
+  /** Bumped every heartbeat. */
+  beat: number;
+  started_at: Date;
+}
+
 /** One failed sign-in (or one sign-up), counted per account and per client address in a sliding window. */
 export interface AuthAttemptDoc {
   _id: string;

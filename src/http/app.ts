@@ -11,6 +11,7 @@ import { dashboardAssets } from './dashboardAssets';
 import { docsPage } from './docsPage';
 import { errorHandling } from './errorHandling';
 import { apiKeyExportAuth, exportRoute } from './exportRoute';
+import { forwardRoute } from './forwardRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
@@ -40,7 +41,7 @@ export interface HttpOptions {
 }
 
 export function createHttpApp(services: Services, options: HttpOptions = {}): HttpApp {
-  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, writer: services.writer.stats });
+  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, ingest: () => services.ingest.stats });
   // The client address is the right-most X-Forwarded-For entry that a trusted proxy added: entries
   // further left were sent by the client and can say anything.
   const koa = new Koa<AppState>({ proxy: options.trustProxy ?? false, maxIpsCount: options.trustProxyHops ?? 1 });
@@ -78,6 +79,8 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
 
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandling);
+  // Instance to instance, before the per-key rate limit: its requests carry events that were counted already.
+  koa.use(forwardRoute(services.ingest));
   koa.use(rateLimitPerApiKey(services.limits));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(routes.routes());

@@ -1,6 +1,6 @@
 /** Prometheus metrics (prom-client), one registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { WriterStats } from '../ingest/eventWriter';
+import type { IngestStats } from '../ingest/ingest';
 
 export interface Metrics {
   registry: Registry;
@@ -10,17 +10,17 @@ export interface Metrics {
   exportFailures: Counter;
 }
 
-export function createMetrics(options: { defaultMetrics: boolean; writer: WriterStats }): Metrics {
+export function createMetrics(options: { defaultMetrics: boolean; ingest: () => IngestStats }): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
   // Read from the group-commit writer when scraped, so the hot path only bumps plain numbers.
-  const { writer } = options;
-  const fromWriter = (name: string, help: string, read: () => number) =>
-    new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
-  fromWriter('ingest_batches_total', 'Group-commit batches written', () => writer.batches);
-  fromWriter('ingest_events_total', 'Events stored by this process', () => writer.events);
-  fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', () => writer.conflicts);
-  fromWriter('ingest_events_refused_total', 'Events the database refused to store (answered 422)', () => writer.refused);
+  const fromWriter = (name: string, help: string, read: (stats: IngestStats) => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.ingest())); } });
+  fromWriter('ingest_batches_total', 'Group-commit batches written', (s) => s.batches);
+  fromWriter('ingest_events_total', 'Events stored by this process', (s) => s.events);
+  fromWriter('ingest_events_forwarded_total', 'Events sent to the instance that writes their organization, and stored there', (s) => s.forwarded);
+  fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', (s) => s.conflicts);
+  fromWriter('ingest_events_refused_total', 'Events the database refused to store (answered 422)', (s) => s.refused);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),

@@ -4,14 +4,17 @@
  *
  * Creates queue per organization (tenant). While one round is being written the next gathers, and each
  * round takes a fair share of every waiting tenant's queue (so one tenant's flood cannot push the others
- * out), checks the caps and keys of all of them in one query each, and writes them in one ordered
+ * out), checks the keys of all of them in one query (and their caps, read at most once a second), and writes them in one ordered
  * `insertMany` with a journaled, majority write concern. No caller is answered before the write that
  * holds its event has been acknowledged.
  *
  * Every event takes the next per-tenant sequence number (`seq`), and the unique index on (tenant, seq)
  * decides races: of two writers, in one process or several, claiming the same number, exactly one wins;
- * the other reloads the tenant's newest event and tries again. Because a number is only ever tried
- * right after its predecessor exists, the sequence has no gaps. The month of receipt and the position
+ * the other finds the tenant's newest event again and tries again. Because a number is only ever tried
+ * right after its predecessor exists, the sequence has no gaps, and that is also how the newest event is
+ * found: by point reads of `seq` numbers (galloping, then bisecting, from the last number known taken),
+ * each served by the same index, never a sorted query. (Instances on one database forward each
+ * organization's events to one writer, src/ingest/ingest.ts, so races are rare; they stay safe.) The month of receipt and the position
  * within it (`month_seq`) follow from the predecessor, so the cap check `month_seq <= cap` is exact
  * without any atomic read-modify-write, which FerretDB does not provide (its findAndModify is not atomic).
  *
@@ -52,8 +55,12 @@ interface Pending {
 
 interface Tenant {
   queue: Pending[];
-  /** The tenant's newest stored event as far as this process knows; null: load it before writing. */
+  /** The tenant's newest stored event as far as this process knows; null: find it before writing. */
   head: Head | null;
+  /** A sequence number known to be taken (0: none known): where the search for the head starts. */
+  taken: number;
+  /** The tenant's monthly cap and when it was read (ms): caps change only by an operator's hand. */
+  cap: { value: number; at: number } | null;
   /** The cap refused an event in `month`: until `until` (ms), later creates are refused at the door. */
   capped: { month: string; until: number } | null;
 }
@@ -82,6 +89,12 @@ const WRITE_CONCERN = { w: 'majority', j: true } as const;
  * month, so the only thing this delays is a cap raised by an operator: it applies within this time.
  */
 const CAP_RECHECK_MS = 10_000;
+/**
+ * How long a tenant's cap, once read, is used without reading it again. A round's reads cost as much
+ * as its insert on FerretDB, and small rounds (many instances, many organizations) pay them per few
+ * events. The count against the cap stays exact; a changed cap applies within this time.
+ */
+const CAP_CACHE_MS = 1000;
 /** Tenants kept for their cached heads; past this many, idle ones are dropped (their heads reload). */
 const MAX_IDLE_TENANTS = 10_000;
 
@@ -143,7 +156,7 @@ export class EventWriter {
       if (this.tenants.size >= MAX_IDLE_TENANTS) {
         for (const [key, idle] of this.tenants) if (idle.queue.length === 0) this.tenants.delete(key);
       }
-      tenant = { queue: [], head: null, capped: null };
+      tenant = { queue: [], head: null, taken: 0, cap: null, capped: null };
       this.tenants.set(id, tenant);
     }
     return tenant;
@@ -174,9 +187,49 @@ export class EventWriter {
     }
   }
 
-  private async loadHead(tenant: string): Promise<Head> {
-    const last = await this.c.events.findOne({ tenant }, { sort: { seq: -1 }, projection: { seq: 1, month: 1, month_seq: 1 } });
-    return last ? { seq: last.seq, month: last.month, monthSeq: last.month_seq } : NO_EVENTS;
+  /** Whether `seq` is taken in `tenant`'s sequence, and the placement of the event holding it. */
+  private async probe(tenant: string, seq: number): Promise<Head | null> {
+    const doc = await this.c.events.findOne({ tenant, seq }, { projection: { _id: 0, seq: 1, month: 1, month_seq: 1 } });
+    return doc ? { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq } : null;
+  }
+
+  /**
+   * The tenant's newest event. The sequence is gapless, so "taken" holds for every number up to the
+   * head and for none above it: gallop up from a number known taken until one is free, then bisect.
+   * O(log distance) point reads; usually two, since the hint is the last number this process saw.
+   */
+  private async findHead(tenant: string, taken: number): Promise<Head> {
+    const [known, next] = await Promise.all([taken > 0 ? this.probe(tenant, taken) : NO_EVENTS, this.probe(tenant, taken + 1)]);
+    // The hint is gone (events deleted behind the service's back): start from nothing.
+    if (!known) return this.findHead(tenant, 0);
+    let low: Head = next ?? known;
+    let free = low.seq + 1;
+    for (let step = 2; next; step *= 2) {
+      const found = await this.probe(tenant, low.seq + step);
+      if (!found) {
+        free = low.seq + step;
+        break;
+      }
+      low = found;
+    }
+    while (free - low.seq > 1) {
+      const mid: number = low.seq + Math.floor((free - low.seq) / 2);
+      const found = await this.probe(tenant, mid);
+      if (found) low = found;
+      else free = mid;
+    }
+    return low;
+  }
+
+  /** The caps of `ids`, read again (in one query) only for tenants whose cap is older than CAP_CACHE_MS. */
+  private async caps(ids: string[], nowMs: number): Promise<void> {
+    const stale = ids.filter((id) => {
+      const cap = this.tenant(id).cap;
+      return !cap || nowMs - cap.at >= CAP_CACHE_MS;
+    });
+    if (stale.length === 0) return;
+    const caps = await this.orgs.caps(stale);
+    for (const id of stale) this.tenant(id).cap = { value: caps.get(id) ?? 0, at: nowMs };
   }
 
   private async commit(round: Pending[]): Promise<void> {
@@ -184,12 +237,12 @@ export class EventWriter {
     for (let races = 0; pending.length > 0 && races < MAX_RACES; ) {
       const ids = [...new Set(pending.map((p) => p.draft.tenant))];
       const hashes = [...new Set(pending.map((p) => p.keyHash))];
-      const [caps, activeKeys] = await Promise.all([
-        this.orgs.caps(ids),
+      const [activeKeys] = await Promise.all([
         this.keys.activeAmong(hashes),
+        this.caps(ids, this.clock.now().getTime()),
         ...ids.map(async (id) => {
           const tenant = this.tenant(id);
-          tenant.head ??= await this.loadHead(id);
+          tenant.head ??= await this.findHead(id, tenant.taken);
         }),
       ]);
       const now = this.clock.now();
@@ -210,7 +263,7 @@ export class EventWriter {
         // Months never go backwards along the sequence, even if this process's clock lags another's.
         const month = last.month > receiptMonth ? last.month : receiptMonth;
         const monthSeq = last.month === month ? last.monthSeq + 1 : 1;
-        if (monthSeq > (caps.get(p.draft.tenant) ?? 0)) {
+        if (monthSeq > (tenant.cap?.value ?? 0)) {
           tenant.capped = { month, until: now.getTime() + CAP_RECHECK_MS };
           p.reject(capReached(now));
           continue;
@@ -227,7 +280,9 @@ export class EventWriter {
       this.stats.events += outcome.stored;
       for (let i = 0; i < outcome.stored; i++) {
         const doc = docs[i] as EventDoc;
-        this.tenant(doc.tenant).head = { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq };
+        const tenant = this.tenant(doc.tenant);
+        tenant.head = { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq };
+        tenant.taken = doc.seq;
         owners[i]?.resolve(doc);
       }
       if (outcome.stop === undefined) return;
@@ -235,7 +290,9 @@ export class EventWriter {
       const stopped = docs[outcome.stored] as EventDoc;
       pending = owners.slice(outcome.stored);
       if (outcome.stop === 'race') {
-        this.tenant(stopped.tenant).head = null;
+        const tenant = this.tenant(stopped.tenant);
+        tenant.head = null;
+        tenant.taken = stopped.seq;
         this.stats.conflicts++;
         races++;
       } else if (outcome.stop === 'refused') {

@@ -10,6 +10,7 @@ import { OrgRepository } from '../db/orgRepository';
 import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { EventWriter } from '../ingest/eventWriter';
+import { Ingest } from '../ingest/ingest';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
@@ -23,7 +24,8 @@ export interface Services {
   orgs: OrgRepository;
   apiKeys: ApiKeyRepository;
   auth: ApiKeyAuthenticator;
-  writer: EventWriter;
+  /** Where events are written: here, or forwarded to the instance that writes their organization. */
+  ingest: Ingest;
   events: EventService;
   accounts: AccountService;
   keys: ApiKeyService;
@@ -45,9 +47,10 @@ export async function createServices(
   const orgs = new OrgRepository(c, config.planCaps);
   const apiKeys = new ApiKeyRepository(c);
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
-  const writer = new EventWriter(c, orgs, apiKeys, clock, log, (hash) => { auth.forget(hash); });
+  const forgetKey = (hash: string) => { auth.forget(hash); };
+  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey), log, forgetKey);
   const limits = config.limits ?? DEFAULT_LIMITS;
-  const events = new EventService(c, writer, clock, limits);
+  const events = new EventService(c, ingest, clock, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,
@@ -55,7 +58,7 @@ export async function createServices(
     orgs,
     apiKeys,
     auth,
-    writer,
+    ingest,
     events,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
     keys: new ApiKeyService(apiKeys, auth, clock),

@@ -9,7 +9,7 @@ import type { Clock } from '../domain/time';
 import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
-import type { EventWriter } from '../ingest/eventWriter';
+import type { Ingest } from '../ingest/ingest';
 import type { ApiKeyPrincipal, Principal } from './auth';
 import { ExportSlots } from './exportSlots';
 
@@ -39,7 +39,7 @@ export class EventService {
 
   constructor(
     private readonly c: Collections,
-    private readonly writer: EventWriter,
+    private readonly ingest: Ingest,
     private readonly clock: Clock,
     private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs'>,
   ) {
@@ -58,7 +58,7 @@ export class EventService {
     if (Buffer.byteLength(metadata) > this.limits.metadataBytes) {
       throw new AppError('VALIDATION_FAILED', `Invalid request: metadata must be at most ${this.limits.metadataBytes} bytes as JSON`, { fields: ['metadata'] });
     }
-    const doc = await this.writer.write({
+    const doc = await this.ingest.write({
       _id: uuidv7(),
       tenant: principal.tenant,
       ts: timestamp,

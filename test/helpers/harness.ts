@@ -111,7 +111,7 @@ export async function startTestApp(options: {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
-      await services.writer.idle();
+      await services.ingest.idle();
       await db.dropDatabase().catch(() => undefined);
       await client.close();
       if (queryProblems.size) throw new Error(`queries no declared index serves:\n${[...queryProblems].join('\n')}`);

@@ -1,0 +1,75 @@
+/**
+ * Where an event gets its place in its organization's sequence: at the one instance that writes that
+ * organization (src/ingest/instances.ts). An event received elsewhere is forwarded there, so instances
+ * on one database do not race each other for sequence numbers; alone, an instance writes everything.
+ *
+ * The choice of writer is for speed only. Correctness stays with the writer's unique (tenant, seq)
+ * index, so a moment in which two instances both write an organization (one joining, one stopping or
+ * dead, or a forward that could not be delivered and is written here) costs a few lost races, never a
+ * gap, a duplicate number or a cap overrun.
+ */
+import type { Logger } from 'pino';
+import { AppError } from '../domain/errors';
+import type { Collections } from '../db/database';
+import type { EventDoc } from '../db/documents';
+import type { EventDraft, EventWriter, WriterStats } from './eventWriter';
+import { Forwarder, UNDELIVERED } from './forwarder';
+import { Instances } from './instances';
+
+export interface IngestStats extends WriterStats {
+  /** Events this instance sent to another instance to be written there. */
+  forwarded: number;
+}
+
+export class Ingest {
+  readonly instances: Instances;
+  private readonly forwarder: Forwarder;
+
+  constructor(
+    c: Collections,
+    private readonly writer: EventWriter,
+    log: Logger,
+    /** Told about keys found revoked, here or by the instance a write was forwarded to. */
+    private readonly onInactiveKey: (hash: string) => void,
+  ) {
+    this.instances = new Instances(c.instances, log);
+    this.forwarder = new Forwarder(log, (peer) => { this.instances.markDown(peer); });
+  }
+
+  get stats(): IngestStats {
+    return { ...this.writer.stats, forwarded: this.forwarder.forwarded };
+  }
+
+  /** Stores one event, here or at its organization's writer; resolves once it is durable. */
+  async write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
+    const owner = this.instances.ownerOf(draft.tenant);
+    if (owner === this.instances.self) return this.writer.write(draft, keyHash);
+    let placed;
+    try {
+      placed = await this.forwarder.forward(owner, draft, keyHash);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'INVALID_API_KEY') this.onInactiveKey(keyHash);
+      throw error;
+    }
+    if (placed === UNDELIVERED) return this.writer.write(draft, keyHash);
+    return { ...draft, ...placed };
+  }
+
+  /** A write another instance forwarded here: written here, whatever this instance's view of the owner. */
+  writeForwarded(draft: EventDraft, keyHash: string): Promise<EventDoc> {
+    return this.writer.write(draft, keyHash);
+  }
+
+  /** Resolves when everything received so far has been written, refused or answered by its writer. */
+  async idle(): Promise<void> {
+    await this.forwarder.idle();
+    await this.writer.idle();
+  }
+
+  /** Leaves the instance list, lets everything in flight finish, and closes the forwarding connections. */
+  async stop(): Promise<void> {
+    await this.instances.leave();
+    await this.idle();
+    this.forwarder.close();
+  }
+}

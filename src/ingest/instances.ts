@@ -1,0 +1,153 @@
+/**
+ * The service instances on one database, and which one of them writes each organization's events.
+ *
+ * Each instance announces itself in `instances` (its address and a random token) and bumps a counter
+ * there every second. Every instance reads the whole collection at each of its own beats and takes an
+ * instance for live while it sees that counter move, timed by its own monotonic clock: no two clocks
+ * are ever compared. The writer of an organization is chosen among the live instances by rendezvous
+ * hashing (highest SHA-256 of organization and instance id), so every instance with the same view picks
+ * the same one, organizations spread evenly, and an instance joining or leaving moves only its share.
+ *
+ * Views can differ for a moment (an instance just started, stopped or died). Then two instances may
+ * write one organization at once, which is safe: the unique (tenant, seq) index still decides every
+ * sequence number (src/ingest/eventWriter.ts). Ownership only keeps them from racing all the time.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Collection } from 'mongodb';
+import type { Logger } from 'pino';
+import type { InstanceDoc } from '../db/documents';
+import { describeDbError } from '../db/errors';
+
+export interface Peer {
+  id: string;
+  url: string;
+  token: string;
+}
+
+const BEAT_MS = 1000;
+/** An instance whose counter has not moved for this long is taken for gone. */
+const SILENT_MS = 5000;
+/** Documents of instances silent for this long are deleted (crashed instances leave theirs behind). */
+const FORGET_MS = 10 * 60_000;
+/** Owners are remembered per organization until the live set changes, up to this many. */
+const MAX_CACHED_OWNERS = 100_000;
+
+export class Instances {
+  readonly self: Peer = { id: randomUUID(), url: '', token: randomBytes(32).toString('base64url') };
+  private readonly seen = new Map<string, { doc: InstanceDoc; changedAt: number }>();
+  /** Peers that failed a forward: left out until this time (monotonic ms). */
+  private readonly down = new Map<string, number>();
+  private live: Peer[] = [this.self];
+  private readonly owners = new Map<string, Peer>();
+  private timer: NodeJS.Timeout | undefined;
+  private beats = 0;
+  private beating = false;
+
+  constructor(
+    private readonly c: Collection<InstanceDoc>,
+    private readonly log: Logger,
+  ) {}
+
+  /** Announces this instance, reachable at `url`, and starts the heartbeat. Until then it is alone. */
+  async join(url: string): Promise<void> {
+    this.self.url = url;
+    await this.c.insertOne(this.doc());
+    await this.refresh();
+    this.timer = setInterval(() => void this.beat(), BEAT_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * Stops announcing this instance; the others stop sending it work at their next beat, which this
+   * waits for when there are others, so that they do not find its port closed first.
+   */
+  async leave(): Promise<void> {
+    const others = this.live.length > 1;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.setLive([this.self]);
+    try {
+      await this.c.deleteOne({ _id: this.self.id });
+    } catch (error) {
+      this.log.warn({ error: describeDbError(error) }, 'could not remove this instance from the instance list');
+    }
+    if (others) await new Promise((resolve) => setTimeout(resolve, BEAT_MS + 200));
+  }
+
+  /** The instance that writes `tenant`'s events, in this instance's view. */
+  ownerOf(tenant: string): Peer {
+    if (this.live.length === 1) return this.self;
+    let owner = this.owners.get(tenant);
+    if (!owner) {
+      let best = '';
+      for (const peer of this.live) {
+        const score = createHash('sha256').update(tenant).update('\n').update(peer.id).digest('hex');
+        if (score > best) [best, owner] = [score, peer];
+      }
+      owner ??= this.self;
+      if (this.owners.size >= MAX_CACHED_OWNERS) this.owners.clear();
+      this.owners.set(tenant, owner);
+    }
+    return owner;
+  }
+
+  /** A forward to `peer` failed: its organizations are written elsewhere until it has had time to recover. */
+  markDown(peer: Peer): void {
+    this.down.set(peer.id, performance.now() + SILENT_MS);
+    this.setLive(this.live.filter((p) => p.id !== peer.id));
+  }
+
+  /** Whether a forward carries this instance's token. */
+  acceptsToken(token: string): boolean {
+    const given = Buffer.from(token);
+    const own = Buffer.from(this.self.token);
+    return given.length === own.length && timingSafeEqual(given, own);
+  }
+
+  private doc(): InstanceDoc {
+    return { _id: this.self.id, url: this.self.url, token: this.self.token, beat: this.beats, started_at: new Date() };
+  }
+
+  private async beat(): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      this.beats++;
+      const { matchedCount } = await this.c.updateOne({ _id: this.self.id }, { $set: { beat: this.beats } });
+      // Another instance deleted us after a long silence (a paused process, say): announce again.
+      if (matchedCount === 0) await this.c.insertOne(this.doc());
+      await this.refresh();
+    } catch (error) {
+      this.log.warn({ error: describeDbError(error) }, 'instance heartbeat failed');
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    const docs = await this.c.find({}).toArray();
+    const now = performance.now();
+    const present = new Set<string>();
+    const forgotten: string[] = [];
+    for (const doc of docs) {
+      present.add(doc._id);
+      const before = this.seen.get(doc._id);
+      if (!before || before.doc.beat !== doc.beat) this.seen.set(doc._id, { doc, changedAt: now });
+      else if (now - before.changedAt > FORGET_MS) forgotten.push(doc._id);
+    }
+    for (const id of this.seen.keys()) if (!present.has(id)) this.seen.delete(id);
+    for (const [id, until] of this.down) if (until <= now) this.down.delete(id);
+    const others = [...this.seen.values()]
+      .filter(({ doc, changedAt }) => doc._id !== this.self.id && now - changedAt < SILENT_MS && !this.down.has(doc._id))
+      .map(({ doc }) => ({ id: doc._id, url: doc.url, token: doc.token }));
+    this.setLive([this.self, ...others]);
+    if (forgotten.length > 0) await this.c.deleteMany({ _id: { $in: forgotten } });
+  }
+
+  private setLive(live: Peer[]): void {
+    const ids = (peers: Peer[]) => peers.map((p) => p.id).sort().join(',');
+    if (ids(live) !== ids(this.live)) this.owners.clear();
+    this.live = live;
+  }
+}
