@@ -112,6 +112,51 @@ describe('by UTC calendar month of receipt', () => {
   });
 });
 
+describe('two independent writers on one database (instances that do not yet see each other)', () => {
+  // Two services on one database that have not joined the instance list both write every organization
+  // themselves: the unique (tenant, seq) index alone keeps the cap exact and the sequence gapless.
+  let one: TestApp;
+  let two: TestApp;
+  beforeAll(async () => {
+    one = await startTestApp({ label: 'capraces' });
+    two = await startTestApp({ label: 'capraces', sharedDbName: one.dbName });
+  });
+  afterAll(async () => {
+    await two.close();
+    await one.close();
+  });
+
+  test('60 concurrent creates split over both: exactly 10 × 201 and 50 × 429, sequence without gaps', async () => {
+    const org = await one.org({ monthlyCap: 30 });
+    await fill(one.url, org, 10);
+    // Now writer one's idea of the newest event is ten events stale: its next batch must lose a race.
+    await fill(two.url, org, 10);
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        call(`${(i % 2 ? one : two).url}/v1/events`, { key: org.key, body: eventBody({ actor: { id: `racer_${i}` } }) }),
+      ),
+    );
+    expect(statuses(results)).toEqual({ 201: 10, 429: 50 });
+    const stored = await one.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
+    expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
+    await expectGapless(one, org, 30);
+    expect(one.services.ingest.stats.conflicts).toBeGreaterThan(0);
+  });
+
+  test('a writer that has never seen an organization finds its newest event by probing, and continues it', async () => {
+    const org = await one.org({ monthlyCap: 1000 });
+    await fill(one.url, org, 37);
+    const conflicts = two.services.ingest.stats.conflicts;
+    const next = await createEvent(two.url, org.key);
+    // Found, not stumbled upon: a writer that guessed would lose a race for every number it tried.
+    expect(two.services.ingest.stats.conflicts).toBe(conflicts);
+    const doc = await one.services.collections.events.findOne({ tenant: org.id, _id: next.id });
+    expect(doc?.seq).toBe(38);
+    expect(doc?.month_seq).toBe(38);
+    await expectGapless(one, org, 38);
+  });
+});
+
 describe('across two server processes on one database', () => {
   let app: TestApp;
   let servers: ServerProcess[] = [];
@@ -119,18 +164,29 @@ describe('across two server processes on one database', () => {
     app = await startTestApp({ label: 'captwo' });
     const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    // Each has joined the instance list; wait until each has seen the other at a heartbeat.
+    for (const server of servers) {
+      while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
     await app.close();
   });
 
-  test('60 concurrent creates split over both: exactly 10 × 201 and 50 × 429, sequence without gaps', async () => {
+  async function totals(name: string): Promise<number> {
+    let sum = 0;
+    for (const server of servers) sum += await metric(server.metricsUrl, name);
+    return sum;
+  }
+
+  test('60 concurrent creates split over both: exactly 10 × 201 and 50 × 429, one writer, no races', async () => {
     const org = await app.org({ monthlyCap: 30 });
     const [one, two] = servers as [ServerProcess, ServerProcess];
     await fill(one.url, org, 10);
-    // Now process one's idea of the newest event is ten events stale: its next batch must lose a race.
     await fill(two.url, org, 10);
+    const forwardedBefore = await totals('ingest_events_forwarded_total');
+    const conflictsBefore = await totals('ingest_sequence_conflicts_total');
     const results = await Promise.all(
       Array.from({ length: 60 }, (_, i) =>
         call(`${(i % 2 ? one : two).url}/v1/events`, { key: org.key, body: eventBody({ actor: { id: `racer_${i}` } }) }),
@@ -140,7 +196,10 @@ describe('across two server processes on one database', () => {
     const stored = await app.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
     expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
     await expectGapless(app, org, 30);
-    expect(await metric(one.metricsUrl, 'ingest_sequence_conflicts_total')).toBeGreaterThan(0);
+    // Half the requests reached the instance that does not write this organization: it forwarded them
+    // (the 429s included) to the one that does, so no sequence number was ever contested.
+    expect((await totals('ingest_events_forwarded_total')) - forwardedBefore).toBeGreaterThanOrEqual(10);
+    expect((await totals('ingest_sequence_conflicts_total')) - conflictsBefore).toBe(0);
   });
 
   test('both processes keep writing one gapless sequence when neither is at the cap', async () => {
@@ -151,5 +210,57 @@ describe('across two server processes on one database', () => {
     );
     expect(statuses(results)).toEqual({ 201: 80 });
     await expectGapless(app, org, 80);
+  });
+
+  test('the internal forwarding path takes nothing without the instance token of the receiver', async () => {
+    const org = await app.org({ monthlyCap: 1000 });
+    const [one] = servers as [ServerProcess];
+    const draft = { _id: '0190a0a0-0000-7000-8000-000000000001', tenant: org.id, ts: new Date().toISOString(), received_at: new Date().toISOString(), actor_id: 'intruder', actor_name: null, actor_email: null, action: 'a', resource_type: 't', resource_id: 'r', resource_name: null, metadata: '{}', organization_id: org.id, api_key_id: org.keyId };
+    for (const token of [undefined, 'not-the-token']) {
+      const res = await fetch(`${one.url}/internal/forward-events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { 'x-instance-token': token } : {}) },
+        body: JSON.stringify({ writes: [{ draft, key_hash: 'x' }] }),
+      });
+      expect(res.status).toBe(404);
+    }
+    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(0);
+  });
+});
+
+describe('when the instance that writes an organization dies', () => {
+  let app: TestApp;
+  let servers: ServerProcess[] = [];
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'capdie' });
+    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    for (const server of servers) {
+      while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await app.close();
+  });
+
+  test('the survivor writes its events itself: every later request is stored, the sequence stays gapless', async () => {
+    const org = await app.org({ monthlyCap: 1000 });
+    const [one, two] = servers as [ServerProcess, ServerProcess];
+    await fill(one.url, org, 10);
+    // Whichever of the two writes this organization is killed, the other is left alone.
+    const writer = (await metric(one.metricsUrl, 'ingest_events_total')) > 0 ? one : two;
+    const survivor = writer === one ? two : one;
+    await fill(survivor.url, org, 5);
+    // Until now the survivor sent this organization's events to the writer.
+    expect(await metric(survivor.metricsUrl, 'ingest_events_forwarded_total')).toBeGreaterThan(0);
+    expect(await metric(survivor.metricsUrl, 'ingest_events_total')).toBe(0);
+    writer.child.kill('SIGKILL');
+    await new Promise((resolve) => writer.child.once('exit', resolve));
+    const after = [];
+    for (let i = 0; i < 20; i++) after.push(await call(`${survivor.url}/v1/events`, { key: org.key, body: eventBody() }));
+    expect(after.map((r) => r.status)).toEqual(Array.from({ length: 20 }, () => 201));
+    expect(await metric(survivor.metricsUrl, 'ingest_events_total')).toBe(20);
+    await expectGapless(app, org, 35);
   });
 });

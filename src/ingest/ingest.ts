@@ -19,6 +19,8 @@ import { Instances } from './instances';
 export interface IngestStats extends WriterStats {
   /** Events this instance sent to another instance to be written there. */
   forwarded: number;
+  /** Instances this one takes for live, itself included. */
+  liveInstances: number;
 }
 
 export class Ingest {
@@ -37,7 +39,7 @@ export class Ingest {
   }
 
   get stats(): IngestStats {
-    return { ...this.writer.stats, forwarded: this.forwarder.forwarded };
+    return { ...this.writer.stats, forwarded: this.forwarder.forwarded, liveInstances: this.instances.liveCount };
   }
 
   /** Stores one event, here or at its organization's writer; resolves once it is durable. */

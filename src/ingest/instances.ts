@@ -75,6 +75,10 @@ export class Instances {
     if (others) await new Promise((resolve) => setTimeout(resolve, BEAT_MS + 200));
   }
 
+  get liveCount(): number {
+    return this.live.length;
+  }
+
   /** The instance that writes `tenant`'s events, in this instance's view. */
   ownerOf(tenant: string): Peer {
     if (this.live.length === 1) return this.self;

@@ -72,6 +72,8 @@ export async function startTestApp(options: {
   uri?: string;
   /** How long an operation waits for an unreachable database (default: the service's 5 s). */
   dbTimeoutMs?: number;
+  /** Another app's database: a second, independent service on the same data (it does not drop it). */
+  sharedDbName?: string;
 }): Promise<TestApp> {
   const client = new MongoClient(options.uri ?? mongoUri(), { ...clientOptions(options.dbTimeoutMs ?? 5000), monitorCommands: true });
   // Every query the app sends, checked against the declared indexes when the suite closes it.
@@ -82,7 +84,7 @@ export async function startTestApp(options: {
     if (problem) queryProblems.add(problem);
   });
   await client.connect();
-  const dbName = uniqueDbName(options.label);
+  const dbName = options.sharedDbName ?? uniqueDbName(options.label);
   const db = client.db(dbName);
   const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
@@ -112,7 +114,7 @@ export async function startTestApp(options: {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
       await services.ingest.idle();
-      await db.dropDatabase().catch(() => undefined);
+      if (!options.sharedDbName) await db.dropDatabase().catch(() => undefined);
       await client.close();
       if (queryProblems.size) throw new Error(`queries no declared index serves:\n${[...queryProblems].join('\n')}`);
     },

@@ -47,7 +47,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     child,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       await once(child, 'exit');
     },
