@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
+import { measureFerretReads } from './bench/ferretReads';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { ACTORS, BODIES, CONNECTIONS, load, loadWithCpu, type Load, ROOT, rssOf, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
 
@@ -166,6 +167,8 @@ async function main(): Promise<void> {
   await stop(service);
   // Several processes on the same database: what the scale-out issue measures.
   const scale = await measureScaleOut(uri, dbName, services);
+  // Point reads and list pages as one organization grows, on FerretDB only (see README, "FerretDB").
+  const reads = await measureFerretReads(client, uri, dbName, Boolean(info.ferretdbVersion));
   await client.db(dbName).dropDatabase();
   await client.close();
   await memoryServer?.stop();
@@ -186,6 +189,11 @@ async function main(): Promise<void> {
       const single = scale.find((s) => s.organizations === r.organizations && s.processes === 1) ?? r;
       const label = `${r.processes} process${r.processes > 1 ? 'es' : ''}, ${r.organizations === 1 ? 'one organization' : `${r.organizations} organizations`}: events/s`;
       return [label, r.perSecond.toFixed(0), `${single.perSecond.toFixed(0)} (one process)`, pct(ratio(r.perSecond, single.perSecond))];
+    }),
+    ...(reads ?? []).flatMap((f): [string, string, string, string][] => {
+      const k = `${f.events / 1000}k events`;
+      const row = (what: string, [gin, bare]: [number, number]): [string, string, string, string] => [`FerretDB ${what} at ${k}, median ms`, String(gin), `${bare} (without the GIN indexes)`, `${ratio(gin, bare).toFixed(2)}×`];
+      return [row('GET /v1/events/:id', f.byId), row('first page, actor filter', f.listByActor), row('first page, no filter', f.listAll)];
     }),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];

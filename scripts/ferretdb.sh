@@ -65,6 +65,9 @@ start() {
   if ! psql "${PG_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1; then
     createdb -h 127.0.0.1 -U root "$db" 2>/dev/null || psql "${PG_URL%/*}/postgres" -c "create database \"$db\"" >/dev/null
   fi
+  # Indexes PostgreSQL can use for FerretDB's reads (see the file); before FerretDB opens its connections.
+  psql "$PG_URL" -v ON_ERROR_STOP=1 -q -v dbname="$db" -f "$ROOT/scripts/ferretdb-indexes.sql" >/dev/null 2>&1 \
+    || echo "ferretdb.sh: could not add the GIN indexes (scripts/ferretdb-indexes.sql); reads will scan" >&2
   nohup "$BIN" --handler=postgresql --postgresql-url="$PG_URL" --listen-addr="127.0.0.1:$PORT" \
     --telemetry=disable --debug-addr=- --state-dir=- --log-level=warn >"$LOG" 2>&1 &
   echo $! > "$PIDFILE"

@@ -12,7 +12,10 @@ import type { AppState } from './appState';
 
 export function forwardRoute(ingest: Ingest): Middleware<AppState> {
   return async (ctx, next) => {
-    if (ctx.path !== FORWARD_PATH) return next();
+    if (ctx.path !== FORWARD_PATH) {
+      await next();
+      return;
+    }
     const token = ctx.get(FORWARD_TOKEN_HEADER);
     if (ctx.method !== 'POST' || !token || !ingest.instances.acceptsToken(token)) {
       ctx.status = 404;

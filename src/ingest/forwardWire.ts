@@ -30,7 +30,7 @@ const ZDraft = z.object({
   metadata: z.string(),
   organization_id: z.string(),
   api_key_id: z.string(),
-}) satisfies z.ZodType<EventDraft, unknown>;
+}) satisfies z.ZodType<EventDraft>;
 
 export const ZForwardRequest = z.object({
   writes: z.array(z.object({ draft: ZDraft, key_hash: z.string() })).min(1).max(1000),
