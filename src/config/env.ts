@@ -20,6 +20,7 @@ const ZEnv = z.object({
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
   PUBLIC_URL: z.url().optional(),
   INSTANCE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  INGEST_WRITERS: positive.max(64).default(1),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY_HOPS: positive.max(10).default(1),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
@@ -74,6 +75,8 @@ export interface Config {
   publicUrl: string | undefined;
   /** Where the other instances on the same database reach this one (default: this host's loopback and port). */
   instanceUrl: string | undefined;
+  /** How many of the instances on one database write events; the others forward to them. */
+  ingestWriters: number;
   trustProxy: boolean;
   /** Proxies in front of the service whose X-Forwarded-For entries are trusted, counted from the right. */
   trustProxyHops: number;
@@ -107,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     planCaps: { free: e.PLAN_CAP_FREE, pro: e.PLAN_CAP_PRO, enterprise: e.PLAN_CAP_ENTERPRISE },
     publicUrl: e.PUBLIC_URL,
     instanceUrl: e.INSTANCE_URL,
+    ingestWriters: e.INGEST_WRITERS,
     trustProxy: e.TRUST_PROXY === 'true',
     trustProxyHops: e.TRUST_PROXY_HOPS,
     metricsPort: e.METRICS_PORT,

@@ -1,6 +1,6 @@
 /**
  * Where an event gets its place in its organization's sequence: at the one instance that writes that
- * organization (src/ingest/instances.ts). An event received elsewhere is forwarded there, so instances
+ * organization (src/ingest/instances.ts; by default one instance writes them all). An event received elsewhere is forwarded there, so instances
  * on one database do not race each other for sequence numbers; alone, an instance writes everything.
  *
  * The choice of writer is for speed only. Correctness stays with the writer's unique (tenant, seq)
@@ -33,8 +33,10 @@ export class Ingest {
     log: Logger,
     /** Told about keys found revoked, here or by the instance a write was forwarded to. */
     private readonly onInactiveKey: (hash: string) => void,
+    /** How many of the live instances write events (INGEST_WRITERS). */
+    writers = 1,
   ) {
-    this.instances = new Instances(c.instances, log);
+    this.instances = new Instances(c.instances, log, writers);
     this.forwarder = new Forwarder(log, (peer) => { this.instances.markDown(peer); });
   }
 

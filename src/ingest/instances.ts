@@ -4,9 +4,13 @@
  * Each instance announces itself in `instances` (its address and a random token) and bumps a counter
  * there every second. Every instance reads the whole collection at each of its own beats and takes an
  * instance for live while it sees that counter move, timed by its own monotonic clock: no two clocks
- * are ever compared. The writer of an organization is chosen among the live instances by rendezvous
- * hashing (highest SHA-256 of organization and instance id), so every instance with the same view picks
- * the same one, organizations spread evenly, and an instance joining or leaving moves only its share.
+ * are ever compared. Of the live instances, `writers` (INGEST_WRITERS, default 1) write events: those
+ * ranked first by the SHA-256 of their id. The writer of an organization is chosen among them by
+ * rendezvous hashing (highest SHA-256 of organization and writer id), so every instance with the same
+ * view picks the same one, organizations spread evenly, and a writer joining or leaving moves only its
+ * share. One writer is the default because rounds are the database's unit of work: one instance's
+ * rounds carry every organization's events together, while N writers each send rounds N times smaller
+ * (BENCHMARKS.md: with 16 organizations on FerretDB, four writers stored a third of what one did).
  *
  * Views can differ for a moment (an instance just started, stopped or died). Then two instances may
  * write one organization at once, which is safe: the unique (tenant, seq) index still decides every
@@ -39,6 +43,8 @@ export class Instances {
   /** Peers that failed a forward: left out until this time (monotonic ms). */
   private readonly down = new Map<string, number>();
   private live: Peer[] = [this.self];
+  /** The live instances that write, chosen from `live`. */
+  private writing: Peer[] = [this.self];
   private readonly owners = new Map<string, Peer>();
   private timer: NodeJS.Timeout | undefined;
   private beats = 0;
@@ -47,6 +53,7 @@ export class Instances {
   constructor(
     private readonly c: Collection<InstanceDoc>,
     private readonly log: Logger,
+    private readonly writers = 1,
   ) {}
 
   /** Announces this instance, reachable at `url`, and starts the heartbeat. Until then it is alone. */
@@ -81,11 +88,11 @@ export class Instances {
 
   /** The instance that writes `tenant`'s events, in this instance's view. */
   ownerOf(tenant: string): Peer {
-    if (this.live.length === 1) return this.self;
+    if (this.writing.length === 1) return this.writing[0] ?? this.self;
     let owner = this.owners.get(tenant);
     if (!owner) {
       let best = '';
-      for (const peer of this.live) {
+      for (const peer of this.writing) {
         const score = createHash('sha256').update(tenant).update('\n').update(peer.id).digest('hex');
         if (score > best) [best, owner] = [score, peer];
       }
@@ -151,7 +158,10 @@ export class Instances {
 
   private setLive(live: Peer[]): void {
     const ids = (peers: Peer[]) => peers.map((p) => p.id).sort().join(',');
-    if (ids(live) !== ids(this.live)) this.owners.clear();
+    if (ids(live) === ids(this.live)) return;
+    this.owners.clear();
     this.live = live;
+    const rank = (peer: Peer) => createHash('sha256').update(peer.id).digest('hex');
+    this.writing = [...live].sort((a, b) => (rank(a) < rank(b) ? 1 : -1)).slice(0, this.writers);
   }
 }

@@ -37,7 +37,7 @@ export interface Services {
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'planCaps'> & { limits?: Limits },
+  config: Pick<Config, 'planCaps'> & { limits?: Limits; ingestWriters?: number },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -48,7 +48,7 @@ export async function createServices(
   const apiKeys = new ApiKeyRepository(c);
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const forgetKey = (hash: string) => { auth.forget(hash); };
-  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey), log, forgetKey);
+  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey), log, forgetKey, config.ingestWriters);
   const limits = config.limits ?? DEFAULT_LIMITS;
   const events = new EventService(c, ingest, clock, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);

@@ -3,6 +3,7 @@
  * otherwise a throw-away mongodb-memory-server, loaded only then. Where MongoDB cannot be downloaded (no
  * internet) the project's FerretDB stands in, as for `npm start`. Each suite works in a database of its own.
  */
+import { MongoClient } from 'mongodb';
 import type { MongoMemoryServer } from 'mongodb-memory-server';
 import { localFerretDbMissing, startLocalFerretDb } from '../../src/db/localFerretDb';
 
@@ -12,7 +13,18 @@ declare global {
 }
 
 export default async function globalSetup(): Promise<void> {
-  if (process.env.MONGODB_URI) return;
+  if (!process.env.MONGODB_URI) await startServer();
+  // Suites that hold only on MongoDB (explain plans) read this; the workers inherit the environment.
+  const client = new MongoClient(process.env.MONGODB_URI ?? '');
+  try {
+    const info = await client.db('admin').command({ buildInfo: 1 });
+    process.env.TEST_DATABASE_KIND = typeof info.ferretdbVersion === 'string' ? 'ferretdb' : 'mongodb';
+  } finally {
+    await client.close();
+  }
+}
+
+async function startServer(): Promise<void> {
   try {
     const { MongoMemoryServer } = await import('mongodb-memory-server');
     const server = await MongoMemoryServer.create();
