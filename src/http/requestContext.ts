@@ -24,7 +24,7 @@ export function requestContext(log: Logger, metrics: Metrics): Middleware<AppSta
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : ctx.path.startsWith('/v1/') ? '/v1' : 'other';
       metrics.httpRequests.inc({ method: ctx.method, route, status: String(ctx.status) });
       // Logged without the query string: filters are customer data.
-      (child ?? log).info({ ...(child ? {} : { requestId }), method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      log.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   };
 }

@@ -4,9 +4,9 @@
  *
  * Creates queue per organization (tenant). While one round is being written the next gathers, and each
  * round takes a fair share of every waiting tenant's queue (so one tenant's flood cannot push the others
- * out), checks the keys of all of them in one query (and their caps, read at most once a second), and writes them in one ordered
- * `insertMany` with a journaled, majority write concern. No caller is answered before the write that
- * holds its event has been acknowledged.
+ * out), checks the keys of all of them in one query (their caps are read at most once a second), and
+ * writes them in one ordered `insertMany` with a journaled, majority write concern. No caller is
+ * answered before the write that holds its event has been acknowledged.
  *
  * Every event takes the next per-tenant sequence number (`seq`), and the unique index on (tenant, seq)
  * decides races: of two writers, in one process or several, claiming the same number, exactly one wins;
@@ -14,13 +14,14 @@
  * right after its predecessor exists, the sequence has no gaps, and that is also how the newest event is
  * found: by point reads of `seq` numbers (galloping, then bisecting, from the last number known taken),
  * each served by the same index, never a sorted query. (Instances on one database forward each
- * organization's events to one writer, src/ingest/ingest.ts, so races are rare; they stay safe.) The month of receipt and the position
- * within it (`month_seq`) follow from the predecessor, so the cap check `month_seq <= cap` is exact
- * without any atomic read-modify-write, which FerretDB does not provide (its findAndModify is not atomic).
+ * organization's events to one writer, src/ingest/ingest.ts, so races are rare; they stay safe.)
+ * The month of receipt and the position within it (`month_seq`) follow from the predecessor, so the
+ * cap check `month_seq <= cap` is exact without any atomic read-modify-write, which FerretDB does not
+ * provide (its findAndModify is not atomic).
  *
  * An ordered insert stops at the first document that fails, so what was stored is exactly a prefix of the
  * round, and that prefix is acknowledged. What stopped it concerns that document's tenant only:
- * - a duplicate sequence number (a lost race): that tenant's newest event is reloaded;
+ * - a duplicate sequence number (a lost race): that tenant's newest event is found again;
  * - the database refusing that one document: its caller alone gets 422.
  * Every other unstored event keeps its tenant's numbering and is written again at once: another tenant's
  * failure costs it one more insert, never an error. Only when the database is unreachable or a write
@@ -222,7 +223,7 @@ export class EventWriter {
   }
 
   /** The caps of `ids`, read again (in one query) only for tenants whose cap is older than CAP_CACHE_MS. */
-  private async caps(ids: string[], nowMs: number): Promise<void> {
+  private async refreshCaps(ids: string[], nowMs: number): Promise<void> {
     const stale = ids.filter((id) => {
       const cap = this.tenant(id).cap;
       return !cap || nowMs - cap.at >= CAP_CACHE_MS;
@@ -239,7 +240,7 @@ export class EventWriter {
       const hashes = [...new Set(pending.map((p) => p.keyHash))];
       const [activeKeys] = await Promise.all([
         this.keys.activeAmong(hashes),
-        this.caps(ids, this.clock.now().getTime()),
+        this.refreshCaps(ids, this.clock.now().getTime()),
         ...ids.map(async (id) => {
           const tenant = this.tenant(id);
           tenant.head ??= await this.findHead(id, tenant.taken);

@@ -70,9 +70,8 @@ export class Ingest {
     await this.writer.idle();
   }
 
-  /** Leaves the instance list, lets everything in flight finish, and closes the forwarding connections. */
+  /** After leaving the instance list: lets everything in flight finish, and closes the forwarding connections. */
   async stop(): Promise<void> {
-    await this.instances.leave();
     await this.idle();
     this.forwarder.close();
   }
