@@ -5,6 +5,8 @@
 import { call, createEvent, eventBody } from './helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { startServerProcess, type ServerProcess } from './helpers/processes';
+import { v7 as uuidv7 } from 'uuid';
+import { hashApiKey } from '../src/domain/apiKey';
 
 async function fill(url: string, org: TestOrg, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await createEvent(url, org.key);
@@ -141,6 +143,27 @@ describe('two independent writers on one database (instances that do not yet see
     expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
     await expectGapless(one, org, 30);
     expect(one.services.ingest.stats.conflicts).toBeGreaterThan(0);
+  });
+
+  test('one event (one id) written through both writers at once, and twice through one, is stored once', async () => {
+    const org = await one.org({ monthlyCap: 1000 });
+    await fill(one.url, org, 3);
+    const now = new Date();
+    const draft = {
+      _id: uuidv7(), tenant: org.id, ts: now, received_at: now, actor_id: 'retrying_client', actor_name: null, actor_email: null,
+      action: 'invoice.paid', resource_type: 'invoice', resource_id: 'inv_9', resource_name: null, metadata: '{}',
+      organization_id: org.id, api_key_id: org.keyId,
+    };
+    const hash = hashApiKey(org.key);
+    const docs = await Promise.all([one, one, two, two].map((app) => app.services.ingest.write({ ...draft }, hash)));
+    // Every caller is answered with the one stored event: same id, same place in the sequence.
+    expect(new Set(docs.map((d) => `${d._id}@${d.seq}`)).size).toBe(1);
+    expect(await one.services.collections.events.countDocuments({ tenant: org.id, _id: draft._id })).toBe(1);
+    await expectGapless(one, org, 4);
+    expect(one.services.ingest.stats.duplicates + two.services.ingest.stats.duplicates).toBeGreaterThanOrEqual(3);
+    // The next event still takes the next number.
+    await fill(two.url, org, 1);
+    await expectGapless(one, org, 5);
   });
 
   test('a writer that has never seen an organization finds its newest event by probing, and continues it', async () => {

@@ -21,6 +21,7 @@ export function createMetrics(options: { defaultMetrics: boolean; ingest: () => 
   fromWriter('ingest_events_forwarded_total', 'Events sent to the instance that writes their organization, and stored there', (s) => s.forwarded);
   fromWriter('instances_live', 'Service instances on this database that this one takes for live, itself included', (s) => s.liveInstances);
   fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', (s) => s.conflicts);
+  fromWriter('ingest_events_duplicate_total', 'Events written again under an id already stored, answered with the stored event', (s) => s.duplicates);
   fromWriter('ingest_events_refused_total', 'Events the database refused to store (answered 422)', (s) => s.refused);
   return {
     registry,

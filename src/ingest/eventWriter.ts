@@ -22,6 +22,7 @@
  * An ordered insert stops at the first document that fails, so what was stored is exactly a prefix of the
  * round, and that prefix is acknowledged. What stopped it concerns that document's tenant only:
  * - a duplicate sequence number (a lost race): that tenant's newest event is found again;
+ * - a duplicate id (the same event, written already): its caller gets the stored event;
  * - the database refusing that one document: its caller alone gets 422.
  * Every other unstored event keeps its tenant's numbering and is written again at once: another tenant's
  * failure costs it one more insert, never an error. Only when the database is unreachable or a write
@@ -103,6 +104,8 @@ export interface WriterStats {
   batches: number;
   events: number;
   conflicts: number;
+  /** Events found stored already under their id: written once, answered again. */
+  duplicates: number;
   refused: number;
 }
 
@@ -115,7 +118,7 @@ function capReached(now: Date): AppError {
 export class EventWriter {
   private readonly tenants = new Map<string, Tenant>();
   private flushing: Promise<void> | null = null;
-  readonly stats: WriterStats = { batches: 0, events: 0, conflicts: 0, refused: 0 };
+  readonly stats: WriterStats = { batches: 0, events: 0, conflicts: 0, duplicates: 0, refused: 0 };
 
   constructor(
     private readonly c: Collections,
@@ -293,6 +296,17 @@ export class EventWriter {
       if (outcome.stop === 'race') {
         const tenant = this.tenant(stopped.tenant);
         tenant.head = null;
+        // A duplicate key is a lost sequence race, or this very event stored already (an id given to
+        // a retry, written by another writer or earlier in this round): then it is answered as stored.
+        const stored = await this.c.events.findOne({ tenant: stopped.tenant, _id: stopped._id });
+        if (stored) {
+          // Its number may still be free; the one before it is taken (or 0: none).
+          tenant.taken = Math.max(stopped.seq - 1, stored.seq);
+          this.stats.duplicates++;
+          pending[0]?.resolve(stored);
+          pending = pending.slice(1);
+          continue;
+        }
         tenant.taken = stopped.seq;
         this.stats.conflicts++;
         races++;
