@@ -360,12 +360,15 @@ export class EventWriter {
   private async reconcile(docs: EventDoc[], error: MongoServerError): Promise<InsertOutcome> {
     try {
       const tenants = [...new Set(docs.map((doc) => doc.tenant))];
-      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1 } }).toArray();
-      const storedIds = new Set(found.map((doc) => doc._id));
+      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1, seq: 1 } }).toArray();
+      // Stored by this insert only where the number is ours too: the same id at another number was
+      // stored before (a retried event), which the race path answers with the stored event.
+      const storedAt = new Map(found.map((doc) => [doc._id, doc.seq]));
       let stored = 0;
-      while (stored < docs.length && storedIds.has((docs[stored] as EventDoc)._id)) stored++;
+      while (stored < docs.length && storedAt.get((docs[stored] as EventDoc)._id) === (docs[stored] as EventDoc).seq) stored++;
       const suspect = docs[stored];
       if (!suspect) return { stored };
+      if (storedAt.has(suspect._id)) return { stored, stop: 'race' };
       try {
         await this.c.events.insertOne(suspect, { writeConcern: WRITE_CONCERN });
         return stored + 1 < docs.length ? { stored: stored + 1, stop: 'interrupted' } : { stored: stored + 1 };
