@@ -180,32 +180,47 @@ describe('two independent writers on one database (instances that do not yet see
   });
 });
 
-describe('across two server processes on one database', () => {
-  let app: TestApp;
+/**
+ * Two `src/main.ts` processes on one test database, started before the describe block's tests once
+ * each has seen the other at a heartbeat, and stopped after them.
+ */
+function twoProcessesOnOneDatabase(label: string): { app: () => TestApp; servers: () => [ServerProcess, ServerProcess] } {
+  let app: TestApp | undefined;
   let servers: ServerProcess[] = [];
   beforeAll(async () => {
-    app = await startTestApp({ label: 'captwo' });
+    app = await startTestApp({ label });
     const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
-    // Each has joined the instance list; wait until each has seen the other at a heartbeat.
     for (const server of servers) {
       while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
     }
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
-    await app.close();
+    await app?.close();
   });
+  return {
+    app: () => {
+      if (!app) throw new Error('the processes are not started yet');
+      return app;
+    },
+    servers: () => servers as [ServerProcess, ServerProcess],
+  };
+}
+
+describe('across two server processes on one database', () => {
+  const cluster = twoProcessesOnOneDatabase('captwo');
 
   async function totals(name: string): Promise<number> {
     let sum = 0;
-    for (const server of servers) sum += await metric(server.metricsUrl, name);
+    for (const server of cluster.servers()) sum += await metric(server.metricsUrl, name);
     return sum;
   }
 
   test('60 concurrent creates split over both: exactly 10 × 201 and 50 × 429, one writer, no races', async () => {
+    const app = cluster.app();
     const org = await app.org({ monthlyCap: 30 });
-    const [one, two] = servers as [ServerProcess, ServerProcess];
+    const [one, two] = cluster.servers();
     await fill(one.url, org, 10);
     await fill(two.url, org, 10);
     const forwardedBefore = await totals('ingest_events_forwarded_total');
@@ -226,8 +241,9 @@ describe('across two server processes on one database', () => {
   });
 
   test('both processes keep writing one gapless sequence when neither is at the cap', async () => {
+    const app = cluster.app();
     const org = await app.org({ monthlyCap: 1000 });
-    const [one, two] = servers as [ServerProcess, ServerProcess];
+    const [one, two] = cluster.servers();
     const results = await Promise.all(
       Array.from({ length: 80 }, (_, i) => call(`${(i % 2 ? one : two).url}/v1/events`, { key: org.key, body: eventBody() })),
     );
@@ -236,8 +252,9 @@ describe('across two server processes on one database', () => {
   });
 
   test('the internal forwarding path takes nothing without the instance token of the receiver', async () => {
+    const app = cluster.app();
     const org = await app.org({ monthlyCap: 1000 });
-    const [one] = servers as [ServerProcess];
+    const [one] = cluster.servers();
     const draft = { _id: '0190a0a0-0000-7000-8000-000000000001', tenant: org.id, ts: new Date().toISOString(), received_at: new Date().toISOString(), actor_id: 'intruder', actor_name: null, actor_email: null, action: 'a', resource_type: 't', resource_id: 'r', resource_name: null, metadata: '{}', organization_id: org.id, api_key_id: org.keyId };
     for (const token of [undefined, 'not-the-token']) {
       const res = await fetch(`${one.url}/internal/forward-events`, {
@@ -252,24 +269,12 @@ describe('across two server processes on one database', () => {
 });
 
 describe('when the instance that writes an organization dies', () => {
-  let app: TestApp;
-  let servers: ServerProcess[] = [];
-  beforeAll(async () => {
-    app = await startTestApp({ label: 'capdie' });
-    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
-    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
-    for (const server of servers) {
-      while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  });
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    await app.close();
-  });
+  const cluster = twoProcessesOnOneDatabase('capdie');
 
   test('the survivor writes its events itself: every later request is stored, the sequence stays gapless', async () => {
+    const app = cluster.app();
     const org = await app.org({ monthlyCap: 1000 });
-    const [one, two] = servers as [ServerProcess, ServerProcess];
+    const [one, two] = cluster.servers();
     await fill(one.url, org, 10);
     // Whichever of the two writes this organization is killed, the other is left alone.
     const writer = (await metric(one.metricsUrl, 'ingest_events_total')) > 0 ? one : two;
