@@ -109,6 +109,11 @@ export interface WriterStats {
   refused: number;
 }
 
+/** The 503 of a write whose outcome is unknown: it may or may not be stored, so retrying is the caller's call. */
+export function writeUnconfirmed(cause: unknown): AppError {
+  return new AppError('SERVICE_UNAVAILABLE', MESSAGES.writeUnconfirmed, { retryAfter: UNAVAILABLE_RETRY_AFTER_S }, { cause });
+}
+
 /** The 429 of a used-up cap, with the seconds until the next UTC month begins. */
 function capReached(now: Date): AppError {
   const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
@@ -321,7 +326,7 @@ export class EventWriter {
         this.log.error({ events: pending.length, error: describeDbError(outcome.error) }, 'event insert not confirmed');
         const failure =
           unreachableDatabaseError(outcome.error) ??
-          new AppError('SERVICE_UNAVAILABLE', MESSAGES.writeUnconfirmed, { retryAfter: UNAVAILABLE_RETRY_AFTER_S }, { cause: outcome.error });
+          writeUnconfirmed(outcome.error);
         for (const p of pending) p.reject(failure);
         return;
       }

@@ -1,7 +1,7 @@
 /**
- * Sends events to the instance that writes their organization, in batches: while one batch to an
- * instance is on its way, the next gathers, as in the writer's group commit. One keep-alive connection
- * pool serves all instances.
+ * Sends events to the instance that writes their organization, in batches: what one turn of the event
+ * loop gathered for an instance goes in one request, with up to 8 requests open to it at once. One
+ * keep-alive connection pool serves all instances.
  *
  * The receiving instance answers 200 with one result per event, or a 4xx having written nothing (a
  * stale token, say). Only a batch that reached it and got no answer (a dropped connection, a timeout)
@@ -10,9 +10,8 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
-import { AppError, MESSAGES } from '../domain/errors';
-import { UNAVAILABLE_RETRY_AFTER_S } from '../db/errors';
-import type { EventDraft } from './eventWriter';
+import { AppError } from '../domain/errors';
+import { type EventDraft, writeUnconfirmed } from './eventWriter';
 import { FORWARD_PATH, FORWARD_TOKEN_HEADER, type TPlacement, ZForwardResponse } from './forwardWire';
 import type { Peer } from './instances';
 
@@ -121,7 +120,7 @@ export class Forwarder {
     } catch (error) {
       this.onPeerFailure(peer);
       this.log.error({ peer: peer.url, events: batch.length, error: String(error) }, 'forwarded events got no answer');
-      const failure = new AppError('SERVICE_UNAVAILABLE', MESSAGES.writeUnconfirmed, { retryAfter: UNAVAILABLE_RETRY_AFTER_S });
+      const failure = writeUnconfirmed(error);
       for (const f of batch) f.reject(failure);
       return;
     }
@@ -134,7 +133,7 @@ export class Forwarder {
     const parsed = ZForwardResponse.safeParse(parseJson(reply.text));
     if (!parsed.success || parsed.data.results.length !== batch.length) {
       this.log.error({ peer: peer.url }, 'unreadable answer to forwarded events');
-      const failure = new AppError('SERVICE_UNAVAILABLE', MESSAGES.writeUnconfirmed, { retryAfter: UNAVAILABLE_RETRY_AFTER_S });
+      const failure = writeUnconfirmed(new Error(`unreadable answer from ${peer.url}`));
       for (const f of batch) f.reject(failure);
       return;
     }
