@@ -3,33 +3,10 @@
  * database, and nothing is stored for a 429. The clock is injected to cross a month boundary.
  */
 import { call, createEvent, eventBody } from './helpers/api';
-import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
-import { startServerProcess, type ServerProcess } from './helpers/processes';
+import { expectGapless, fill, metric, statuses, twoProcessesOnOneDatabase } from './helpers/cluster';
+import { startTestApp, type TestApp } from './helpers/harness';
 import { v7 as uuidv7 } from 'uuid';
 import { hashApiKey } from '../src/domain/apiKey';
-
-async function fill(url: string, org: TestOrg, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) await createEvent(url, org.key);
-}
-
-async function metric(metricsUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(metricsUrl)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  if (!line) throw new Error(`metric ${name} not found`);
-  return Number(line.split(' ')[1]);
-}
-
-function statuses(results: { status: number }[]): Record<number, number> {
-  const counts: Record<number, number> = {};
-  for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
-  return counts;
-}
-
-async function expectGapless(app: TestApp, org: TestOrg, count: number): Promise<void> {
-  const docs = await app.services.collections.events.find({ tenant: org.id }, { projection: { seq: 1, month_seq: 1 } }).toArray();
-  expect(docs).toHaveLength(count);
-  expect(docs.map((d) => d.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
-}
 
 describe('in one process', () => {
   let app: TestApp;
@@ -155,7 +132,7 @@ describe('two independent writers on one database (instances that do not yet see
       organization_id: org.id, api_key_id: org.keyId,
     };
     const hash = hashApiKey(org.key);
-    const docs = await Promise.all([one, one, two, two].map((app) => app.services.ingest.write({ ...draft }, hash)));
+    const docs = (await Promise.all([one, one, two, two].map((app) => app.services.ingest.write([{ ...draft }], hash)))).flat();
     // Every caller is answered with the one stored event: same id, same place in the sequence.
     expect(new Set(docs.map((d) => `${d._id}@${d.seq}`)).size).toBe(1);
     expect(await one.services.collections.events.countDocuments({ tenant: org.id, _id: draft._id })).toBe(1);
@@ -184,30 +161,6 @@ describe('two independent writers on one database (instances that do not yet see
  * Two `src/main.ts` processes on one test database, started before the describe block's tests once
  * each has seen the other at a heartbeat, and stopped after them.
  */
-function twoProcessesOnOneDatabase(label: string): { app: () => TestApp; servers: () => [ServerProcess, ServerProcess] } {
-  let app: TestApp | undefined;
-  let servers: ServerProcess[] = [];
-  beforeAll(async () => {
-    app = await startTestApp({ label });
-    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
-    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
-    for (const server of servers) {
-      while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  });
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    await app?.close();
-  });
-  return {
-    app: () => {
-      if (!app) throw new Error('the processes are not started yet');
-      return app;
-    },
-    servers: () => servers as [ServerProcess, ServerProcess],
-  };
-}
-
 describe('across two server processes on one database', () => {
   const cluster = twoProcessesOnOneDatabase('captwo');
 

@@ -33,6 +33,9 @@ const ZEnv = z.object({
   RATE_LIMIT_BURST: positive.default(400),
   EXPORTS_PER_ORG: positive.default(2),
   EXPORT_TIMEOUT_MS: positive.default(10 * 60_000),
+  BATCH_MAX_EVENTS: positive.max(10_000).default(1000),
+  BATCH_MAX_BYTES: positive.max(64 * 1024 * 1024).default(5 * 1024 * 1024),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().max(24 * 365).default(24),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -52,6 +55,9 @@ export interface Limits {
   /** Exports running at once per organization, and how long one may run. */
   exportsPerOrg: number;
   exportTimeoutMs: number;
+  /** Events in one POST /v1/events/batch, and its body in bytes. */
+  batchEvents: number;
+  batchBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -62,6 +68,8 @@ export const DEFAULT_LIMITS: Limits = {
   rateBurst: 400,
   exportsPerOrg: 2,
   exportTimeoutMs: 10 * 60_000,
+  batchEvents: 1000,
+  batchBytes: 5 * 1024 * 1024,
 };
 
 export interface Config {
@@ -84,6 +92,8 @@ export interface Config {
   metricsHost: string;
   /** How long a request waits for an unreachable database before it is answered 503. */
   dbTimeoutMs: number;
+  /** How long an Idempotency-Key is remembered. */
+  idempotencyTtlMs: number;
   limits: Limits;
 }
 
@@ -116,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: e.METRICS_PORT,
     metricsHost: e.METRICS_HOST,
     dbTimeoutMs: e.DB_TIMEOUT_MS,
+    idempotencyTtlMs: Math.round(e.IDEMPOTENCY_TTL_HOURS * 3_600_000),
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,
@@ -124,6 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateBurst: e.RATE_LIMIT_BURST,
       exportsPerOrg: e.EXPORTS_PER_ORG,
       exportTimeoutMs: e.EXPORT_TIMEOUT_MS,
+      batchEvents: e.BATCH_MAX_EVENTS,
+      batchBytes: e.BATCH_MAX_BYTES,
     },
   };
 }

@@ -1,6 +1,6 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
-import type { AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, InstanceDoc, OrgDoc, SessionDoc } from './documents';
+import type { AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, OrgDoc, SessionDoc } from './documents';
 
 export interface Collections {
   events: Collection<EventDoc>;
@@ -11,6 +11,7 @@ export interface Collections {
   authAttempts: Collection<AuthAttemptDoc>;
   /** A handful of documents, one per running instance, read whole at each heartbeat: no index needed. */
   instances: Collection<InstanceDoc>;
+  idempotencyClaims: Collection<IdempotencyClaimDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -22,6 +23,7 @@ export function collections(db: Db): Collections {
     sessions: db.collection<SessionDoc>('sessions'),
     authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),
     instances: db.collection<InstanceDoc>('instances'),
+    idempotencyClaims: db.collection<IdempotencyClaimDoc>('idempotency_keys'),
   };
 }
 
@@ -60,6 +62,10 @@ const SESSION_INDEXES: IndexDescription[] = [
   { key: { expires_at: 1 }, name: 'expires_at' },
 ];
 
+// A claim is found by `_id` (which hashes in the tenant); this one serves clearing expired claims
+// (no TTL index: FerretDB 1.24 does not implement them).
+const IDEMPOTENCY_INDEXES: IndexDescription[] = [{ key: { expires_at: 1 }, name: 'expires_at' }];
+
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
   { key: { bucket: 1, at: 1 }, name: 'bucket_at' },
@@ -74,6 +80,7 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   accounts: ACCOUNT_INDEXES,
   sessions: SESSION_INDEXES,
   auth_attempts: AUTH_ATTEMPT_INDEXES,
+  idempotency_keys: IDEMPOTENCY_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -84,4 +91,5 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of ACCOUNT_INDEXES) await c.accounts.createIndexes([spec]);
   for (const spec of SESSION_INDEXES) await c.sessions.createIndexes([spec]);
   for (const spec of AUTH_ATTEMPT_INDEXES) await c.authAttempts.createIndexes([spec]);
+  for (const spec of IDEMPOTENCY_INDEXES) await c.idempotencyClaims.createIndexes([spec]);
 }

@@ -123,6 +123,25 @@ export interface InstanceDoc {
   started_at: Date;
 }
 
+/**
+ * An Idempotency-Key, claimed by the first request that sent it (src/services/idempotency.ts). The
+ * events' ids are chosen here, once: every request with this key writes exactly these ids, so the unique
+ * index on `_id` stores each event once, however many requests race or retry.
+ */
+export interface IdempotencyClaimDoc {
+  /** SHA-256 of the tenant and the key: one claim per key per organization, taken by a unique insert. */
+  _id: string;
+  tenant: string;
+  /** SHA-256 of the request as validated (services/idempotency.ts, `requestHash`). */
+  request_hash: string;
+  /** The ids of the request's events, in request order. */
+  event_ids: string[];
+  /** The first request's receipt time, and the key it was sent with: every retry stores the same events. */
+  received_at: Date;
+  api_key_id: string;
+  expires_at: Date;
+}
+
 /** One failed sign-in (or one sign-up), counted per account and per client address in a sliding window. */
 export interface AuthAttemptDoc {
   _id: string;

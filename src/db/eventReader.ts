@@ -70,6 +70,13 @@ export class EventReader {
     return this.c.events.findOne({ _id: id, tenant: this.tenant });
   }
 
+  /** Those of `ids` that are stored, by id. */
+  async getMany(ids: string[]): Promise<Map<string, EventDoc>> {
+    if (ids.length === 0) return new Map();
+    const found = await this.c.events.find({ _id: { $in: ids }, tenant: this.tenant }).toArray();
+    return new Map(found.map((doc) => [doc._id, doc]));
+  }
+
   /**
    * One page, newest first: up to `limit` rows, fewer when they would pass `maxBytes` as JSON (at least
    * one row, whatever its size). One row past the page says whether there is more. Rows are read in

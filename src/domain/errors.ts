@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
   EVENT_REFUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   PAYLOAD_TOO_LARGE: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
   EMAIL_TAKEN: { status: 409, trpc: 'CONFLICT' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
@@ -54,6 +55,7 @@ export const MESSAGES = {
   internal: 'Internal server error',
   eventRefused: 'The event store refused this event, so it was not stored',
   writeUnconfirmed: 'The event store did not confirm the write; retry later',
+  idempotencyKeyReused: 'This Idempotency-Key was already used for a different request',
 } as const;
 
 /** The dashboard's texts. Sign-in failures say the same thing whatever was wrong, so they reveal no emails. */

@@ -103,6 +103,37 @@ export const ZCreateEventInput = z
   .meta({ id: 'CreateEventInput' });
 export type TCreateEventInput = z.infer<typeof ZCreateEventInput>;
 
+/**
+ * An Idempotency-Key (README, "Idempotent writes"): sent as the `Idempotency-Key` header, or by tRPC
+ * clients, which send no headers of their own per call, as the `idempotency_key` input field.
+ */
+export const ZIdempotencyKey = z
+  .string({ error: 'must be a string' })
+  .regex(/^[\x20-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters')
+  .meta({ description: 'Makes retries safe: a request repeated with the same key stores nothing new and answers as the first did (README, "Idempotent writes")' });
+
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** POST /v1/events: one create body, and the idempotency key for clients that cannot send the header. */
+export const ZCreateEventRequest = ZCreateEventInput.extend({ idempotency_key: ZIdempotencyKey.optional() });
+export type TCreateEventRequest = z.infer<typeof ZCreateEventRequest>;
+
+/** POST /v1/events/batch. The upper bound is configured (BATCH_MAX_EVENTS) and checked by the service. */
+export const ZCreateBatchRequest = z
+  .strictObject(
+    {
+      events: z
+        .array(ZCreateEventInput, required('an array of events'))
+        .min(1, 'must hold at least one event')
+        .meta({ description: 'Create bodies as for POST /v1/events: 1 to BATCH_MAX_EVENTS (default 1000), stored all or none' }),
+      idempotency_key: ZIdempotencyKey.optional(),
+    },
+    { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : 'Request body must be a JSON object') },
+  )
+  .meta({ id: 'CreateEventBatchInput' });
+export type TCreateBatchRequest = z.infer<typeof ZCreateBatchRequest>;
+
 export const ZEvent = z
   .object({
     id: z.string().meta({ description: 'UUID (version 7, time-ordered) assigned by the service' }),
@@ -123,6 +154,9 @@ export type TEvent = z.infer<typeof ZEvent>;
 
 export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZEvent });
 export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
+
+export const ZCreateBatchOutput = z.object({ success: z.literal(true), events: z.array(ZEvent).meta({ description: 'The stored events, in request order' }) });
+export type TCreateBatchOutput = z.infer<typeof ZCreateBatchOutput>;
 
 const rangeBound = (bound: 'start' | 'end') =>
   parsedDate(

@@ -5,8 +5,9 @@ import { REQUIRED } from './event';
 
 type Issue = z.core.$ZodIssue;
 
+/** `events[3].actor.id`: names with dots, array positions in brackets. */
 function dotted(path: readonly PropertyKey[]): string {
-  return path.map(String).join('.');
+  return path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '');
 }
 
 function describe(issue: Issue): string {

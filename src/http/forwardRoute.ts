@@ -32,10 +32,10 @@ export function forwardRoute(ingest: Ingest): Middleware<AppState> {
       ctx.status = 400;
       return;
     }
-    const outcomes = await Promise.allSettled(request.data.writes.map(({ draft, key_hash }) => ingest.writeForwarded(draft, key_hash)));
+    const outcomes = await Promise.allSettled(request.data.writes.map((write) => ingest.writeForwarded(write.drafts, write.key_hash, write.cap_exempt)));
     const body: TForwardResponse = {
       results: outcomes.map((outcome) => {
-        if (outcome.status === 'fulfilled') return { seq: outcome.value.seq, month: outcome.value.month, month_seq: outcome.value.month_seq };
+        if (outcome.status === 'fulfilled') return { placements: outcome.value.map((doc) => ({ seq: doc.seq, month: doc.month, month_seq: doc.month_seq })) };
         const error = toAppError(outcome.reason);
         return { error: { code: error.code, message: error.message, ...(error.details.retryAfter === undefined ? {} : { retry_after: error.details.retryAfter }) } };
       }),

@@ -1,5 +1,5 @@
 /**
- * Request bodies for /v1: JSON objects only, at most `LIMITS.bodyBytes`. Each refusal is told by where it
+ * Request bodies for /v1: JSON objects only, at most `limit` bytes (1 MiB; a batch's is BATCH_MAX_BYTES). Each refusal is told by where it
  * happens, not by a library's message text: the content type (415), the size (413, from raw-body), the
  * JSON syntax (400 MALFORMED_JSON), keys that poison JavaScript consumers (`__proto__`,
  * `constructor.prototype`: 400, found by @hapi/bourne's scan, as co-body's own JSON parser would), and
@@ -9,18 +9,22 @@ import Bourne from '@hapi/bourne';
 import coBody from 'co-body';
 import type { ParameterizedContext } from 'koa';
 import { AppError } from '../domain/errors';
-import { LIMITS } from '../domain/event';
 import type { AppState } from './appState';
 
-export async function readJsonObject(ctx: ParameterizedContext<AppState>): Promise<Record<string, unknown>> {
+/** 1 MiB, 5 MiB, 1500 bytes. */
+function formatBytes(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
+
+export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit: number): Promise<Record<string, unknown>> {
   if (!ctx.is('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   let text: string;
   try {
     // Typed `any` by @types/co-body; with an encoding it is always a string.
-    text = (await coBody.text(ctx.req, { limit: LIMITS.bodyBytes, encoding: 'utf8' })) as string;
+    text = (await coBody.text(ctx.req, { limit, encoding: 'utf8' })) as string;
   } catch (error) {
     const status = error instanceof Error && 'status' in error ? error.status : undefined;
-    if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MiB limit');
+    if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${formatBytes(limit)} limit`);
     throw error;
   }
   let value: unknown;

@@ -7,11 +7,16 @@ import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler, forEachOpenApiProcedure } from 'trpc-to-openapi';
 import { unknownFieldsError } from '../domain/validation';
 import type { Services } from '../services/container';
+import { LIMITS } from '../domain/event';
 import { createContext } from '../trpc/context';
 import type { ProcedureMeta } from '../trpc/init';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
 import { readJsonObject } from './jsonBody';
+import { replayedHeaders } from './replayedHeaders';
+
+/** The one operation whose body may pass the 1 MiB of the others (BATCH_MAX_BYTES), as /v1 sees it. */
+const BATCH_PATH = '/events/batch';
 
 export const REST_PREFIX = '/v1';
 
@@ -36,7 +41,10 @@ export function restApi(services: Services): Middleware<AppState> {
     createContext: ({ req, res, info }) => createContext(services, req, String(res.getHeader('x-request-id')), info.type),
     // trpc-to-openapi's `info.calls` is empty: `paths` (deprecated by tRPC for v12) is where it names the procedure.
     // eslint-disable-next-line @typescript-eslint/no-deprecated
-    responseMeta: ({ paths, errors }) => ({ status: errors.length ? undefined : SUCCESS_STATUS.get(paths?.[0] ?? '') }),
+    responseMeta: ({ ctx, paths, errors }) => ({
+      status: errors.length ? undefined : SUCCESS_STATUS.get(paths?.[0] ?? ''),
+      headers: replayedHeaders(ctx),
+    }),
     // The adapter would write its own error body (tRPC codes, "Input validation failed"); throwing here,
     // before it writes anything, hands the error to Koa's error handling like every other route's.
     onError: ({ error }) => {
@@ -49,7 +57,7 @@ export function restApi(services: Services): Middleware<AppState> {
       // The adapter parses a body only under an exact `application/json` (trpc/trpc#4783), and takes one
       // it finds in `req.body` as it is: so the body is read here, by the service's own rules.
       const req = ctx.req as IncomingMessage & { body?: unknown };
-      req.body = await readJsonObject(ctx);
+      req.body = await readJsonObject(ctx, ctx.path === BATCH_PATH ? services.limits.batchBytes : LIMITS.bodyBytes);
       // tRPC's incomingMessageToRequest JSON.stringify's `req.body` to build a fetch Request whose only
       // use here is its abort signal: a hidden toJSON makes that two bytes, which saves CPU on every
       // create and keeps a deeply nested body from overflowing the stack before validation.

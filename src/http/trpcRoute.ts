@@ -9,6 +9,7 @@ import { toAppError } from '../trpc/errors';
 import { appRouter } from '../trpc/router';
 import type { AppState } from './appState';
 import { throttleAddress } from './clientAddress';
+import { replayedHeaders } from './replayedHeaders';
 import { sessionCookieJar } from './sessionCookie';
 
 export const TRPC_PREFIX = '/trpc';
@@ -28,7 +29,8 @@ export function trpcRoute(services: Services, options: { secureCookies: boolean;
       res: ctx.res,
       path: ctx.path.slice(TRPC_PREFIX.length + 1),
       router: appRouter,
-      maxBodySize: LIMITS.bodyBytes,
+      // A batch of events may be larger than any other call (BATCH_MAX_BYTES).
+      maxBodySize: Math.max(LIMITS.bodyBytes, services.limits.batchBytes),
       maxBatchSize: options.maxBatchSize,
       createContext: ({ req, res, info }) =>
         createContext(services, req, ctx.state.requestId, info.type, {
@@ -36,9 +38,9 @@ export function trpcRoute(services: Services, options: { secureCookies: boolean;
           clientAddress: throttleAddress(ctx.ip),
           batched: info.isBatchCall && info.calls.length > 1,
         }),
-      responseMeta: ({ errors }) => {
+      responseMeta: ({ ctx: context, errors }) => {
         const retryAfter = Math.max(0, ...errors.map((error) => toAppError(error).retryAfter ?? 0));
-        return retryAfter > 0 ? { headers: { 'Retry-After': String(retryAfter) } } : {};
+        return { headers: { ...replayedHeaders(context), ...(retryAfter > 0 ? { 'Retry-After': String(retryAfter) } : {}) } };
       },
       onError: ({ error }) => {
         if (toAppError(error).status >= 500) ctx.state.log.error(loggableError(error.cause ?? error), 'trpc call failed');

@@ -35,6 +35,7 @@ import { type Clock, utcMonth } from '../domain/time';
 import type { EventDoc } from '../db/documents';
 import type { ApiKeyRepository } from '../db/apiKeyRepository';
 import type { Collections } from '../db/database';
+import { EventReader } from '../db/eventReader';
 import { describeDbError, isDatabaseUnreachable, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
 import type { OrgRepository } from '../db/orgRepository';
 
@@ -47,15 +48,40 @@ interface Head {
   monthSeq: number;
 }
 
+/**
+ * One caller's events (one, or a batch's), all of one tenant: placed together, refused together, and
+ * answered together once every one of them is stored.
+ */
 interface Pending {
-  draft: EventDraft;
-  /** The hash of the API key that sent the event: checked again, for the whole round, before the write. */
+  drafts: EventDraft[];
+  /** The stored events, by position in `drafts`; the caller is answered when none is missing. */
+  docs: (EventDoc | undefined)[];
+  /** The hash of the API key that sent the events: checked again, for the whole round, before the write. */
   keyHash: string;
-  resolve: (doc: EventDoc) => void;
+  /**
+   * The cap counted these events already: some of them are stored (by an earlier round that lost a race
+   * midway, or by a request that died before answering), and a batch once begun is completed.
+   */
+  capExempt: boolean;
+  resolve: (docs: EventDoc[]) => void;
   reject: (error: unknown) => void;
 }
 
+/** The events of `p` not stored yet, with their positions. */
+function missing(p: Pending): { draft: EventDraft; index: number }[] {
+  const out: { draft: EventDraft; index: number }[] = [];
+  p.drafts.forEach((draft, index) => {
+    if (!p.docs[index]) out.push({ draft, index });
+  });
+  return out;
+}
+
+function tenantOf(p: Pending): string {
+  return (p.drafts[0] as EventDraft).tenant;
+}
+
 interface Tenant {
+  id: string;
   queue: Pending[];
   /** The tenant's newest stored event as far as this process knows; null: find it before writing. */
   head: Head | null;
@@ -140,14 +166,27 @@ export class EventWriter {
    * with 401 when the key has been revoked since the request was authenticated, with 422 when the
    * database refuses the event itself and with 503 when the write could not be confirmed.
    */
-  write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
-    const tenant = this.tenant(draft.tenant);
+  async write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
+    return (await this.writeAll([draft], keyHash))[0] as EventDoc;
+  }
+
+  /**
+   * Stores events of one tenant as one unit, in order, at consecutive numbers as long as no other writer
+   * takes numbers of this tenant meanwhile: the cap takes all of them or refuses all of them, and the
+   * promise resolves, in order, once all are durable. An event whose id is stored already is answered
+   * with the stored event and not counted again. `capExempt`: some of these events are stored already
+   * (the request that sent them first died midway), so the cap counted them when the batch began.
+   */
+  writeAll(drafts: EventDraft[], keyHash: string, capExempt = false): Promise<EventDoc[]> {
+    const first = drafts[0];
+    if (!first) return Promise.resolve([]);
+    const tenant = this.tenant(first.tenant);
     const now = this.clock.now();
-    if (tenant.capped && tenant.capped.month === utcMonth(now) && now.getTime() < tenant.capped.until) {
+    if (!capExempt && tenant.capped && tenant.capped.month === utcMonth(now) && now.getTime() < tenant.capped.until) {
       return Promise.reject(capReached(now));
     }
-    return new Promise<EventDoc>((resolve, reject) => {
-      tenant.queue.push({ draft, keyHash, resolve, reject });
+    return new Promise<EventDoc[]>((resolve, reject) => {
+      tenant.queue.push({ drafts, docs: [], keyHash, capExempt, resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;
       });
@@ -165,19 +204,30 @@ export class EventWriter {
       if (this.tenants.size >= MAX_IDLE_TENANTS) {
         for (const [key, idle] of this.tenants) if (idle.queue.length === 0) this.tenants.delete(key);
       }
-      tenant = { queue: [], head: null, taken: 0, cap: null, capped: null };
+      tenant = { id, queue: [], head: null, taken: 0, cap: null, capped: null };
       this.tenants.set(id, tenant);
     }
     return tenant;
   }
 
-  /** A fair round: every waiting tenant gets an equal share of the places, unused shares go to the rest. */
+  /**
+   * A fair round: every waiting tenant gets an equal share of the places, unused shares go to the rest.
+   * A caller's events are never split between rounds, so a round may pass MAX_ROUND by one batch.
+   */
   private takeRound(): Pending[] {
     const round: Pending[] = [];
+    let size = 0;
     let waiting = [...this.tenants.values()].filter((t) => t.queue.length > 0);
-    while (waiting.length > 0 && round.length < MAX_ROUND) {
-      const share = Math.max(1, Math.floor((MAX_ROUND - round.length) / waiting.length));
-      for (const t of waiting) round.push(...t.queue.splice(0, Math.min(share, MAX_ROUND - round.length)));
+    while (waiting.length > 0 && size < MAX_ROUND) {
+      const share = Math.max(1, Math.floor((MAX_ROUND - size) / waiting.length));
+      for (const t of waiting) {
+        for (let taken = 0; taken < share && size < MAX_ROUND && t.queue.length > 0; ) {
+          const p = t.queue.shift() as Pending;
+          round.push(p);
+          taken += p.drafts.length;
+          size += p.drafts.length;
+        }
+      }
       waiting = waiting.filter((t) => t.queue.length > 0);
     }
     return round;
@@ -188,8 +238,8 @@ export class EventWriter {
       try {
         await this.commit(round);
       } catch (error) {
-        // A read before the insert failed (caps, keys, heads): nothing of this round was written.
-        for (const p of round) this.tenant(p.draft.tenant).head = null;
+        // A read before an insert failed (caps, keys, heads): nothing of what is still pending was written.
+        for (const p of round) this.tenant(tenantOf(p)).head = null;
         this.log.error({ error: describeDbError(error) }, 'group commit failed before writing');
         for (const p of round) p.reject(error);
       }
@@ -244,7 +294,7 @@ export class EventWriter {
   private async commit(round: Pending[]): Promise<void> {
     let pending = round;
     for (let races = 0; pending.length > 0 && races < MAX_RACES; ) {
-      const ids = [...new Set(pending.map((p) => p.draft.tenant))];
+      const ids = [...new Set(pending.map(tenantOf))];
       const hashes = [...new Set(pending.map((p) => p.keyHash))];
       const [activeKeys] = await Promise.all([
         this.keys.activeAmong(hashes),
@@ -260,27 +310,31 @@ export class EventWriter {
       // Give each event its place, each after the one before in its tenant; heads move only once stored.
       const next = new Map<string, Head>();
       const docs: EventDoc[] = [];
-      const owners: Pending[] = [];
+      const owners: { p: Pending; index: number }[] = [];
+      const placed: Pending[] = [];
       for (const p of pending) {
         if (!activeKeys.has(p.keyHash)) {
           this.onInactiveKey(p.keyHash);
           p.reject(new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey));
           continue;
         }
-        const tenant = this.tenant(p.draft.tenant);
-        const last = next.get(p.draft.tenant) ?? tenant.head ?? NO_EVENTS;
+        const tenant = this.tenant(tenantOf(p));
+        const last = next.get(tenant.id) ?? tenant.head ?? NO_EVENTS;
         // Months never go backwards along the sequence, even if this process's clock lags another's.
         const month = last.month > receiptMonth ? last.month : receiptMonth;
-        const monthSeq = last.month === month ? last.monthSeq + 1 : 1;
-        if (monthSeq > (tenant.cap?.value ?? 0)) {
+        const todo = missing(p);
+        const firstMonthSeq = last.month === month ? last.monthSeq + 1 : 1;
+        if (!p.capExempt && firstMonthSeq + todo.length - 1 > (tenant.cap?.value ?? 0)) {
           tenant.capped = { month, until: now.getTime() + CAP_RECHECK_MS };
           p.reject(capReached(now));
           continue;
         }
-        const placed = { seq: last.seq + 1, month, monthSeq };
-        next.set(p.draft.tenant, placed);
-        docs.push({ ...p.draft, seq: placed.seq, month, month_seq: monthSeq });
-        owners.push(p);
+        todo.forEach(({ draft, index }, i) => {
+          docs.push({ ...draft, seq: last.seq + 1 + i, month, month_seq: firstMonthSeq + i });
+          owners.push({ p, index });
+        });
+        next.set(tenant.id, { seq: last.seq + todo.length, month, monthSeq: firstMonthSeq + todo.length - 1 });
+        placed.push(p);
       }
       if (docs.length === 0) return;
 
@@ -292,41 +346,48 @@ export class EventWriter {
         const tenant = this.tenant(doc.tenant);
         tenant.head = { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq };
         tenant.taken = doc.seq;
-        owners[i]?.resolve(doc);
+        const { p, index } = owners[i] as { p: Pending; index: number };
+        p.docs[index] = doc;
       }
-      if (outcome.stop === undefined) return;
+      pending = this.settle(placed);
+      if (outcome.stop === undefined) continue;
 
       const stopped = docs[outcome.stored] as EventDoc;
-      pending = owners.slice(outcome.stored);
+      const owner = (owners[outcome.stored] as { p: Pending }).p;
       if (outcome.stop === 'race') {
         const tenant = this.tenant(stopped.tenant);
         tenant.head = null;
-        // A duplicate key is a lost sequence race, or this very event stored already (an id given to
-        // a retry, written by another writer or earlier in this round): then it is answered as stored.
-        const stored = await this.c.events.findOne({ tenant: stopped.tenant, _id: stopped._id });
-        if (stored) {
-          // Its number may still be free; the one before it is taken (or 0: none).
-          tenant.taken = Math.max(stopped.seq - 1, stored.seq);
-          this.stats.duplicates++;
-          pending[0]?.resolve(stored);
-          pending = pending.slice(1);
-          continue;
+        // A duplicate key is a lost sequence race, or an event stored already under its id (a retry's,
+        // written by another request, another writer or earlier in this round): those are answered with
+        // the stored events, found for the whole tenant at once.
+        const waiting = pending.filter((p) => tenantOf(p) === stopped.tenant);
+        const found = await new EventReader(this.c, stopped.tenant).getMany(waiting.flatMap((p) => missing(p).map(({ draft }) => draft._id)));
+        for (const p of waiting) {
+          for (const { draft, index } of missing(p)) {
+            const stored = found.get(draft._id);
+            if (stored) p.docs[index] = stored;
+          }
         }
-        tenant.taken = stopped.seq;
-        this.stats.conflicts++;
-        races++;
+        this.stats.duplicates += found.size;
+        if (found.has(stopped._id)) {
+          // Its number may still be free; the one before it is taken (or 0: none).
+          tenant.taken = Math.max(stopped.seq - 1, ...[...found.values()].map((doc) => doc.seq));
+        } else {
+          tenant.taken = stopped.seq;
+          this.stats.conflicts++;
+          races++;
+        }
+        pending = this.settle(pending);
       } else if (outcome.stop === 'refused') {
-        // That one event is not stored and never will be; its number is free again.
+        // That event is not stored and never will be; its number is free again. Its caller is refused.
         this.stats.refused++;
         this.log.warn({ tenant: stopped.tenant, code: outcome.code, index: outcome.stored }, 'the event store refused an event');
-        pending[0]?.reject(new AppError('EVENT_REFUSED', MESSAGES.eventRefused));
-        pending = pending.slice(1);
+        owner.reject(new AppError('EVENT_REFUSED', MESSAGES.eventRefused));
+        pending = pending.filter((p) => p !== owner);
       } else if (outcome.stop === 'unknown') {
-        for (const p of pending) this.tenant(p.draft.tenant).head = null;
+        for (const p of pending) this.tenant(tenantOf(p)).head = null;
         this.log.error({ events: pending.length, error: describeDbError(outcome.error) }, 'event insert not confirmed');
-        const failure =
-          unreachableDatabaseError(outcome.error) ??
-          writeUnconfirmed(outcome.error);
+        const failure = unreachableDatabaseError(outcome.error) ?? writeUnconfirmed(outcome.error);
         for (const p of pending) p.reject(failure);
         return;
       }
@@ -334,6 +395,20 @@ export class EventWriter {
     for (const p of pending) {
       p.reject(new AppError('SERVICE_UNAVAILABLE', 'Too many concurrent writers for this organization; retry', { retryAfter: 1 }));
     }
+  }
+
+  /** Answers the callers whose events are all stored; the rest, some of whose events are stored already, go on cap-exempt. */
+  private settle(pending: Pending[]): Pending[] {
+    const rest: Pending[] = [];
+    for (const p of pending) {
+      const docs = p.docs.filter((doc) => doc !== undefined);
+      if (docs.length === p.drafts.length) p.resolve(docs);
+      else {
+        if (p.docs.some((doc) => doc !== undefined)) p.capExempt = true;
+        rest.push(p);
+      }
+    }
+    return rest;
   }
 
   /** Ordered insert: on the first failing document the database stops, so what was stored is a prefix. */

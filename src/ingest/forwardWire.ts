@@ -11,6 +11,8 @@ export const FORWARD_PATH = '/internal/forward-events';
 export const FORWARD_TOKEN_HEADER = 'x-instance-token';
 /** A forward's body: generous, since a round may carry up to 1,000 events with large metadata. */
 export const FORWARD_MAX_BYTES = 64 * 1024 * 1024;
+/** Events sent in one forward, unless one batch alone is larger. */
+export const MAX_FORWARD_EVENTS = 1000;
 
 const ZDate = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 const nullable = z.string().nullable();
@@ -32,8 +34,9 @@ const ZDraft = z.object({
   api_key_id: z.string(),
 }) satisfies z.ZodType<EventDraft>;
 
+/** One caller's events (see EventWriter.writeAll): at most MAX_FORWARD_EVENTS in all, but a batch is never split. */
 export const ZForwardRequest = z.object({
-  writes: z.array(z.object({ draft: ZDraft, key_hash: z.string() })).min(1).max(1000),
+  writes: z.array(z.object({ drafts: z.array(ZDraft).min(1), key_hash: z.string(), cap_exempt: z.boolean() })).min(1).max(MAX_FORWARD_EVENTS),
 });
 export type TForwardRequest = z.input<typeof ZForwardRequest>;
 
@@ -50,6 +53,6 @@ const ZRefusal = z.object({
 });
 export type TRefusal = z.infer<typeof ZRefusal>;
 
-/** One result per write, in order. */
-export const ZForwardResponse = z.object({ results: z.array(z.union([ZPlacement, ZRefusal])) });
+/** One result per write, in order: the placement of each of its events, in order, or its refusal. */
+export const ZForwardResponse = z.object({ results: z.array(z.union([z.object({ placements: z.array(ZPlacement) }), ZRefusal])) });
 export type TForwardResponse = z.infer<typeof ZForwardResponse>;

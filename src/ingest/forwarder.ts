@@ -12,16 +12,17 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import { type EventDraft, writeUnconfirmed } from './eventWriter';
-import { FORWARD_PATH, FORWARD_TOKEN_HEADER, type TPlacement, ZForwardResponse } from './forwardWire';
+import { FORWARD_PATH, FORWARD_TOKEN_HEADER, MAX_FORWARD_EVENTS, type TPlacement, ZForwardResponse } from './forwardWire';
 import type { Peer } from './instances';
 
 /** The forward did not reach the instance, or it wrote nothing: the event may be written elsewhere. */
 export const UNDELIVERED = Symbol('undelivered');
 
 interface Forward {
-  draft: EventDraft;
+  drafts: EventDraft[];
   keyHash: string;
-  resolve: (outcome: TPlacement | typeof UNDELIVERED) => void;
+  capExempt: boolean;
+  resolve: (outcome: TPlacement[] | typeof UNDELIVERED) => void;
   reject: (error: unknown) => void;
 }
 
@@ -37,12 +38,22 @@ interface Lane {
 
 type Reply = { delivered: false; reason: string } | { delivered: true; status: number; text: string };
 
-const MAX_BATCH = 1000;
 const MAX_IN_FLIGHT = 8;
 /** Longer than the receiving writer's own database timeout, so its 503 arrives before ours. */
 const TIMEOUT_MS = 30_000;
 /** Errors raised before a request could be sent: nothing reached the other instance. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** The forwards of one request: whole batches, up to MAX_FORWARD_EVENTS events unless the first alone is more. */
+function takeBatch(queue: Forward[]): Forward[] {
+  let events = 0;
+  let count = 0;
+  while (count < queue.length && (count === 0 || events + (queue[count] as Forward).drafts.length <= MAX_FORWARD_EVENTS)) {
+    events += (queue[count] as Forward).drafts.length;
+    count++;
+  }
+  return queue.splice(0, count);
+}
 
 function parseJson(text: string): unknown {
   try {
@@ -63,8 +74,8 @@ export class Forwarder {
     private readonly onPeerFailure: (peer: Peer) => void,
   ) {}
 
-  /** Resolves with the event's place, or UNDELIVERED; rejects with the receiving writer's refusal. */
-  forward(peer: Peer, draft: EventDraft, keyHash: string): Promise<TPlacement | typeof UNDELIVERED> {
+  /** Resolves with the events' places, or UNDELIVERED; rejects with the receiving writer's refusal. */
+  forward(peer: Peer, drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<TPlacement[] | typeof UNDELIVERED> {
     let lane = this.lanes.get(peer.id);
     if (!lane || lane.peer.token !== peer.token) {
       lane = { peer, queue: [], scheduled: false, inFlight: 0, quiet: [] };
@@ -72,7 +83,7 @@ export class Forwarder {
     }
     const target = lane;
     return new Promise((resolve, reject) => {
-      target.queue.push({ draft, keyHash, resolve, reject });
+      target.queue.push({ drafts, keyHash, capExempt, resolve, reject });
       this.schedule(target);
     });
   }
@@ -101,7 +112,7 @@ export class Forwarder {
       lane.scheduled = false;
       if (lane.queue.length === 0) return;
       lane.inFlight++;
-      void this.send(lane.peer, lane.queue.splice(0, MAX_BATCH)).finally(() => {
+      void this.send(lane.peer, takeBatch(lane.queue)).finally(() => {
         lane.inFlight--;
         if (lane.queue.length > 0) this.schedule(lane);
         else if (lane.inFlight === 0) {
@@ -113,7 +124,7 @@ export class Forwarder {
   }
 
   private async send(peer: Peer, batch: Forward[]): Promise<void> {
-    const body = JSON.stringify({ writes: batch.map((f) => ({ draft: f.draft, key_hash: f.keyHash })) });
+    const body = JSON.stringify({ writes: batch.map((f) => ({ drafts: f.drafts, key_hash: f.keyHash, cap_exempt: f.capExempt })) });
     let reply: Reply;
     try {
       reply = await this.post(peer, body);
@@ -137,13 +148,15 @@ export class Forwarder {
       for (const f of batch) f.reject(failure);
       return;
     }
-    this.forwarded += batch.length;
+    this.forwarded += batch.reduce((sum, f) => sum + f.drafts.length, 0);
     parsed.data.results.forEach((result, i) => {
       const f = batch[i] as Forward;
       if ('error' in result) {
         const { code, message, retry_after: retryAfter } = result.error;
         f.reject(new AppError(code, message, retryAfter === undefined ? {} : { retryAfter }));
-      } else f.resolve(result);
+      } else if (result.placements.length !== f.drafts.length) {
+        f.reject(writeUnconfirmed(new Error(`unreadable answer from ${peer.url}`)));
+      } else f.resolve(result.placements);
     });
   }
 

@@ -14,6 +14,7 @@ import type { Collections } from '../db/database';
 import type { EventDoc } from '../db/documents';
 import type { EventDraft, EventWriter, WriterStats } from './eventWriter';
 import { Forwarder, UNDELIVERED } from './forwarder';
+import type { TPlacement } from './forwardWire';
 import { Instances } from './instances';
 
 export interface IngestStats extends WriterStats {
@@ -44,24 +45,31 @@ export class Ingest {
     return { ...this.writer.stats, forwarded: this.forwarder.forwarded, liveInstances: this.instances.liveCount };
   }
 
-  /** Stores one event, here or at its organization's writer; resolves once it is durable. */
-  async write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
-    const owner = this.instances.ownerOf(draft.tenant);
-    if (owner === this.instances.self) return this.writer.write(draft, keyHash);
+  /**
+   * Stores events of one organization, here or at its writer, as one unit (EventWriter.writeAll);
+   * resolves once all are durable.
+   */
+  async write(drafts: EventDraft[], keyHash: string, capExempt = false): Promise<EventDoc[]> {
+    const first = drafts[0];
+    if (!first) return [];
+    const owner = this.instances.ownerOf(first.tenant);
+    if (owner === this.instances.self) return this.writer.writeAll(drafts, keyHash, capExempt);
     let placed;
     try {
-      placed = await this.forwarder.forward(owner, draft, keyHash);
+      placed = await this.forwarder.forward(owner, drafts, keyHash, capExempt);
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_API_KEY') this.onInactiveKey(keyHash);
       throw error;
     }
-    if (placed === UNDELIVERED) return this.writer.write(draft, keyHash);
-    return { ...draft, ...placed };
+    if (placed === UNDELIVERED) return this.writer.writeAll(drafts, keyHash, capExempt);
+    // The writer stores each draft as sent (one already stored under its id was stored from the same
+    // draft: see services/idempotency.ts), so its placement completes it.
+    return drafts.map((draft, i) => ({ ...draft, ...(placed[i] as TPlacement) }));
   }
 
   /** A write another instance forwarded here: written here, whatever this instance's view of the owner. */
-  writeForwarded(draft: EventDraft, keyHash: string): Promise<EventDoc> {
-    return this.writer.write(draft, keyHash);
+  writeForwarded(drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<EventDoc[]> {
+    return this.writer.writeAll(drafts, keyHash, capExempt);
   }
 
   /** Resolves when everything received so far has been written, refused or answered by its writer. */

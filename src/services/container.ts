@@ -16,6 +16,7 @@ import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
 import { AuthThrottle, DEFAULT_THROTTLE, type ThrottlePolicy } from './authThrottle';
 import { EventService } from './events';
+import { DEFAULT_IDEMPOTENCY_TTL_MS, IdempotentWrites } from './idempotency';
 import { UsageService } from './usage';
 
 export interface Services {
@@ -37,7 +38,7 @@ export interface Services {
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'planCaps'> & { limits?: Limits; ingestWriters?: number },
+  config: Pick<Config, 'planCaps'> & { limits?: Limits; ingestWriters?: number; idempotencyTtlMs?: number },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -50,7 +51,8 @@ export async function createServices(
   const forgetKey = (hash: string) => { auth.forget(hash); };
   const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey), log, forgetKey, config.ingestWriters);
   const limits = config.limits ?? DEFAULT_LIMITS;
-  const events = new EventService(c, ingest, clock, limits);
+  const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
+  const events = new EventService(c, ingest, idempotent, clock, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,

@@ -1,16 +1,16 @@
 /** The event use cases behind every surface: create, get, list and export. */
 import { finished, type Readable } from 'node:stream';
-import { v7 as uuidv7 } from 'uuid';
 import type { Limits } from '../config/env';
 import { decodeCursor, encodeCursor } from '../domain/cursor';
 import { AppError, MESSAGES } from '../domain/errors';
-import { isEventId, type TCreateEventInput, type TCreateEventOutput, type TEvent, type TEventFilters, type TListEventsInput, type TListEventsOutput } from '../domain/event';
+import { isEventId, type TCreateBatchOutput, type TCreateEventInput, type TCreateEventOutput, type TEvent, type TEventFilters, type TListEventsInput, type TListEventsOutput } from '../domain/event';
 import type { Clock } from '../domain/time';
 import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
 import type { Ingest } from '../ingest/ingest';
 import type { ApiKeyPrincipal, Principal } from './auth';
+import { draftsOf, type EventContent, freshStamp, type IdempotentWrites, type WriteKind, type Written } from './idempotency';
 import { ExportSlots } from './exportSlots';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -40,8 +40,9 @@ export class EventService {
   constructor(
     private readonly c: Collections,
     private readonly ingest: Ingest,
+    private readonly idempotent: IdempotentWrites,
     private readonly clock: Clock,
-    private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs'>,
+    private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs' | 'batchEvents'>,
   ) {
     this.exportSlots = new ExportSlots(limits.exportsPerOrg);
   }
@@ -51,18 +52,39 @@ export class EventService {
     return new EventReader(this.c, principal.tenant);
   }
 
-  async create(principal: ApiKeyPrincipal, input: TCreateEventInput): Promise<TCreateEventOutput> {
-    const receivedAt = this.clock.now();
-    const timestamp = input.timestamp ?? receivedAt;
-    const metadata = JSON.stringify(input.metadata ?? {});
-    if (Buffer.byteLength(metadata) > this.limits.metadataBytes) {
-      throw new AppError('VALIDATION_FAILED', `Invalid request: metadata must be at most ${this.limits.metadataBytes} bytes as JSON`, { fields: ['metadata'] });
+  /** One event; with `key`, exactly once however often it is sent (services/idempotency.ts). */
+  async create(principal: ApiKeyPrincipal, input: TCreateEventInput, key?: string): Promise<{ output: TCreateEventOutput; replayed: boolean }> {
+    const problems: string[] = [];
+    const content = this.contentOf(principal.tenant, input, 'metadata', problems);
+    if (problems.length) throw this.metadataTooLarge(problems);
+    const { docs, replayed } = await this.store(principal, 'event', [content], key);
+    return { output: { success: true, event: toEvent(docs[0] as EventDoc) }, replayed };
+  }
+
+  /** Many events, stored all or none toward the caller, in order (README, "Batches"). */
+  async createBatch(principal: ApiKeyPrincipal, events: TCreateEventInput[], key?: string): Promise<{ output: TCreateBatchOutput; replayed: boolean }> {
+    if (events.length > this.limits.batchEvents) {
+      throw new AppError('VALIDATION_FAILED', `Invalid request: events must hold at most ${this.limits.batchEvents} events`, { fields: ['events'] });
     }
-    const doc = await this.ingest.write({
-      _id: uuidv7(),
-      tenant: principal.tenant,
-      ts: timestamp,
-      received_at: receivedAt,
+    const problems: string[] = [];
+    const contents = events.map((input, i) => this.contentOf(principal.tenant, input, `events[${i}].metadata`, problems));
+    if (problems.length) throw this.metadataTooLarge(problems);
+    const { docs, replayed } = await this.store(principal, 'batch', contents, key);
+    return { output: { success: true, events: docs.map(toEvent) }, replayed };
+  }
+
+  private store(principal: ApiKeyPrincipal, kind: WriteKind, contents: EventContent[], key: string | undefined): Promise<Written> {
+    if (key !== undefined) return this.idempotent.write(principal, key, kind, contents);
+    const drafts = draftsOf(principal.tenant, contents, freshStamp(contents.length, this.clock.now(), principal.keyId));
+    return this.ingest.write(drafts, principal.keyHash).then((docs) => ({ docs, replayed: false }));
+  }
+
+  /** The event a create body describes; a metadata field over its limit is added to `problems`. */
+  private contentOf(tenant: string, input: TCreateEventInput, field: string, problems: string[]): EventContent {
+    const metadata = JSON.stringify(input.metadata ?? {});
+    if (Buffer.byteLength(metadata) > this.limits.metadataBytes) problems.push(field);
+    return {
+      ts: input.timestamp ?? null,
       actor_id: input.actor.id,
       actor_name: input.actor.name ?? null,
       actor_email: input.actor.email ?? null,
@@ -72,10 +94,12 @@ export class EventService {
       resource_name: input.resource.name ?? null,
       metadata,
       // Stored and returned as given, but the event stays in the key's tenant (see README, "organization_id").
-      organization_id: input.organization_id ?? principal.tenant,
-      api_key_id: principal.keyId,
-    }, principal.keyHash);
-    return { success: true, event: toEvent(doc) };
+      organization_id: input.organization_id ?? tenant,
+    };
+  }
+
+  private metadataTooLarge(fields: string[]): AppError {
+    return new AppError('VALIDATION_FAILED', `Invalid request: metadata must be at most ${this.limits.metadataBytes} bytes as JSON`, { fields });
   }
 
   async get(principal: Principal, id: string): Promise<TEvent> {

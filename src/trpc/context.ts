@@ -32,6 +32,14 @@ export interface Context {
   /** The cookie jar and client address of a /trpc request; null on /v1. */
   web: WebContext | null;
   requestId: string;
+  /** The raw `Idempotency-Key` header, if any (validated by the procedures that take one). */
+  idempotencyKeyHeader: string | undefined;
+  /**
+   * What a procedure tells the HTTP layer about its answer: `replayed`, set by a write answered with
+   * events stored before it, adds `Idempotent-Replayed: true`. An object, so that it survives the
+   * context copies that middlewares make.
+   */
+  answer: { replayed: boolean };
 }
 
 /** `type` is what tRPC and trpc-to-openapi report for the call: mutations write, anything else reads. */
@@ -43,5 +51,13 @@ export async function createContext(
   web: WebContext | null = null,
 ): Promise<Context> {
   const purpose: AuthPurpose = type === 'mutation' ? 'write' : 'read';
-  return { services, requestId, web, auth: await services.auth.authenticate(req.headers.authorization, purpose) };
+  const idempotencyKeyHeader = req.headers['idempotency-key'];
+  return {
+    services,
+    requestId,
+    web,
+    auth: await services.auth.authenticate(req.headers.authorization, purpose),
+    idempotencyKeyHeader: Array.isArray(idempotencyKeyHeader) ? idempotencyKeyHeader.join(', ') : idempotencyKeyHeader,
+    answer: { replayed: false },
+  };
 }

@@ -1,6 +1,7 @@
 /** The application router: one definition for /trpc (TypeScript clients) and /v1 (REST, via trpc-to-openapi). */
 import { accountRouter, dashboardRouter } from './dashboard/router';
 import { createEvent } from './events/create';
+import { createEventBatch } from './events/createBatch';
 import { exportEvents } from './events/export';
 import { getEvent } from './events/get';
 import { listEvents } from './events/list';
@@ -9,6 +10,7 @@ import { router } from './init';
 export const appRouter = router({
   events: router({
     create: createEvent,
+    createBatch: createEventBatch,
     get: getEvent,
     list: listEvents,
     export: exportEvents,

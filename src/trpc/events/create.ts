@@ -1,7 +1,8 @@
-import { ZCreateEventInput, ZCreateEventOutput } from '../../domain/event';
+import { ZCreateEventOutput, ZCreateEventRequest } from '../../domain/event';
 import { apiKeyProcedure } from '../init';
+import { IDEMPOTENCY_HEADERS, idempotencyKeyOf } from './idempotencyKey';
 
-/** POST /v1/events (interface.md §4.1). */
+/** POST /v1/events (interface.md §4.1), idempotent with a key. */
 export const createEvent = apiKeyProcedure
   .meta({
     successStatus: 201,
@@ -10,10 +11,22 @@ export const createEvent = apiKeyProcedure
       path: '/events',
       tags: ['events'],
       summary: 'Record one audit event',
-      successDescription: 'The stored event',
-      errorResponses: { 400: 'Missing required fields, or an invalid field', 401: 'Missing or invalid authorization header / Invalid API key', 413: 'Body over 1 MiB', 415: 'Content-Type is not application/json', 429: 'Monthly event limit reached' },
+      successDescription: 'The stored event (for a replayed Idempotency-Key, the one stored first)',
+      ...IDEMPOTENCY_HEADERS,
+      errorResponses: {
+        400: 'Missing required fields, or an invalid field',
+        401: 'Missing or invalid authorization header / Invalid API key',
+        413: 'Body over 1 MiB',
+        415: 'Content-Type is not application/json',
+        422: 'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used for a different request',
+        429: 'Monthly event limit reached',
+      },
     },
   })
-  .input(ZCreateEventInput)
+  .input(ZCreateEventRequest)
   .output(ZCreateEventOutput)
-  .mutation(({ ctx, input }) => ctx.services.events.create(ctx.principal, input));
+  .mutation(async ({ ctx, input: { idempotency_key: field, ...input } }) => {
+    const { output, replayed } = await ctx.services.events.create(ctx.principal, input, idempotencyKeyOf(ctx, field));
+    ctx.answer.replayed = replayed;
+    return output;
+  });

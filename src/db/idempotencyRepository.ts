@@ -1,0 +1,34 @@
+/** Idempotency claims: one per key per organization, taken by a unique insert (the one atomic step both databases offer). */
+import { MongoServerError } from 'mongodb';
+import type { Collections } from './database';
+import type { IdempotencyClaimDoc } from './documents';
+
+const DUPLICATE_KEY = 11000;
+
+export class IdempotencyRepository {
+  constructor(private readonly c: Collections) {}
+
+  /** Takes the claim; false when the key is claimed already (by this request's twin, or long ago). */
+  async claim(doc: IdempotencyClaimDoc): Promise<boolean> {
+    try {
+      await this.c.idempotencyClaims.insertOne(doc, { writeConcern: { w: 'majority', j: true } });
+      return true;
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
+      throw error;
+    }
+  }
+
+  find(id: string): Promise<IdempotencyClaimDoc | null> {
+    return this.c.idempotencyClaims.findOne({ _id: id });
+  }
+
+  /** Gives a claim up, if it is still this one (same request, same expiry). */
+  async release(doc: Pick<IdempotencyClaimDoc, '_id' | 'request_hash' | 'expires_at'>): Promise<void> {
+    await this.c.idempotencyClaims.deleteOne({ _id: doc._id, request_hash: doc.request_hash, expires_at: doc.expires_at });
+  }
+
+  async deleteExpired(now: Date): Promise<number> {
+    return (await this.c.idempotencyClaims.deleteMany({ expires_at: { $lte: now } })).deletedCount;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Exactly-once writes for requests that carry an Idempotency-Key (README, "Idempotent writes").
+ *
+ * The first request with a key claims it with a unique insert into `idempotency_keys`, the one atomic
+ * step that both MongoDB and FerretDB offer without transactions, and the claim fixes, once and for all,
+ * the request's hash and the ids, time of receipt and key id of its events. Every request with that key
+ * and the same request then writes exactly those events: the unique index on the events' `_id` stores
+ * each of them once, whichever request, process or retry gets there first, and the writer answers an id
+ * stored already with the stored event (src/ingest/eventWriter.ts). So:
+ * - a retry after a success finds every event stored and answers them, storing nothing;
+ * - a retry after a crash, between the write and the answer or midway through a batch, stores exactly
+ *   the missing events (a batch once begun is completed, whatever the cap says by then);
+ * - two requests with one key at once, in one process or two, write the same ids: one event each.
+ * A request that the writer refused for its cap or its key stored nothing: its claim is given back, so
+ * a retry is judged afresh. Claims end after IDEMPOTENCY_TTL_HOURS.
+ */
+import { createHash } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { Logger } from 'pino';
+import { AppError, MESSAGES } from '../domain/errors';
+import type { Clock } from '../domain/time';
+import type { Collections } from '../db/database';
+import type { EventDoc, IdempotencyClaimDoc } from '../db/documents';
+import { EventReader } from '../db/eventReader';
+import { IdempotencyRepository } from '../db/idempotencyRepository';
+import { describeDbError } from '../db/errors';
+import type { EventDraft } from '../ingest/eventWriter';
+import type { Ingest } from '../ingest/ingest';
+import type { ApiKeyPrincipal } from './auth';
+
+/** What a create body says about its event: everything but the id, time of receipt and key, which the service adds. */
+export type EventContent = Omit<EventDraft, '_id' | 'tenant' | 'ts' | 'received_at' | 'api_key_id'> & { ts: Date | null };
+
+/** The request kinds a key can be used for; a key used for one is never taken for another. */
+export type WriteKind = 'event' | 'batch';
+
+/** What a write answers: the stored events in request order, and whether all of them were stored before this request. */
+export interface Written {
+  docs: EventDoc[];
+  replayed: boolean;
+}
+
+interface Stamp {
+  ids: string[];
+  receivedAt: Date;
+  apiKeyId: string;
+}
+
+/** IDEMPOTENCY_TTL_HOURS's default. */
+export const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+/** Refusals that stored nothing and are not this request's to remember: the cap, a key revoked meanwhile. */
+const FORGOTTEN_REFUSALS = new Set(['MONTHLY_LIMIT_REACHED', 'INVALID_API_KEY']);
+/** Expired claims are cleared at most this often, by whichever request comes along. */
+const SWEEP_EVERY_MS = 60_000;
+/** A claim can vanish between failing to take it and reading it (given back, expired): then try again, a few times. */
+const MAX_CLAIM_ATTEMPTS = 3;
+
+export function draftsOf(tenant: string, contents: EventContent[], stamp: Stamp): EventDraft[] {
+  return contents.map((content, i) => ({
+    ...content,
+    _id: stamp.ids[i] as string,
+    tenant,
+    ts: content.ts ?? stamp.receivedAt,
+    received_at: stamp.receivedAt,
+    api_key_id: stamp.apiKeyId,
+  }));
+}
+
+export function freshStamp(count: number, receivedAt: Date, apiKeyId: string): Stamp {
+  return { ids: Array.from({ length: count }, () => uuidv7()), receivedAt, apiKeyId };
+}
+
+/**
+ * The request as validated, hashed: every field as it would be stored, in a fixed order, so neither
+ * the body's layout, nor its key order, nor `null` against an absent field, nor a timestamp's offset
+ * changes it. Metadata counts as its JSON text: it is stored exactly, key order included.
+ */
+export function requestHash(kind: WriteKind, contents: EventContent[]): string {
+  const fields = contents.map((c) => [
+    c.ts?.toISOString() ?? null, c.actor_id, c.actor_name, c.actor_email, c.action,
+    c.resource_type, c.resource_id, c.resource_name, c.metadata, c.organization_id,
+  ]);
+  return createHash('sha256').update(JSON.stringify([kind, fields])).digest('hex');
+}
+
+export class IdempotentWrites {
+  private readonly claims: IdempotencyRepository;
+  private lastSweep = 0;
+
+  constructor(
+    private readonly c: Collections,
+    private readonly ingest: Ingest,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly ttlMs: number,
+  ) {
+    this.claims = new IdempotencyRepository(c);
+  }
+
+  async write(principal: ApiKeyPrincipal, key: string, kind: WriteKind, contents: EventContent[]): Promise<Written> {
+    const id = createHash('sha256').update(`${principal.tenant}\n${key}`).digest('hex');
+    const hash = requestHash(kind, contents);
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
+      const now = this.clock.now();
+      this.sweep(now);
+      const stamp = freshStamp(contents.length, now, principal.keyId);
+      const claim: IdempotencyClaimDoc = {
+        _id: id,
+        tenant: principal.tenant,
+        request_hash: hash,
+        event_ids: stamp.ids,
+        received_at: now,
+        api_key_id: principal.keyId,
+        expires_at: new Date(now.getTime() + this.ttlMs),
+      };
+      if (await this.claims.claim(claim)) {
+        try {
+          return { docs: await this.ingest.write(draftsOf(principal.tenant, contents, stamp), principal.keyHash), replayed: false };
+        } catch (error) {
+          if (error instanceof AppError && FORGOTTEN_REFUSALS.has(error.code)) await this.claims.release(claim);
+          throw error;
+        }
+      }
+      const found = await this.claims.find(id);
+      if (!found) continue;
+      if (found.expires_at <= now) {
+        await this.claims.release(found);
+        continue;
+      }
+      if (found.request_hash !== hash || found.event_ids.length !== contents.length) {
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', MESSAGES.idempotencyKeyReused, { fields: ['Idempotency-Key'] });
+      }
+      return this.complete(principal, found, contents);
+    }
+    throw new AppError('SERVICE_UNAVAILABLE', 'This Idempotency-Key is being claimed and released by other requests; retry', { retryAfter: 1 });
+  }
+
+  /** A key claimed before for this very request: answers its stored events, storing first any that are missing. */
+  private async complete(principal: ApiKeyPrincipal, claim: IdempotencyClaimDoc, contents: EventContent[]): Promise<Written> {
+    const drafts = draftsOf(principal.tenant, contents, { ids: claim.event_ids, receivedAt: claim.received_at, apiKeyId: claim.api_key_id });
+    const stored = await new EventReader(this.c, principal.tenant).getMany(claim.event_ids);
+    const missing = drafts.filter((draft) => !stored.has(draft._id));
+    if (missing.length > 0) {
+      const written = await this.ingest.write(missing, principal.keyHash, stored.size > 0);
+      for (const doc of written) stored.set(doc._id, doc);
+    }
+    return { docs: claim.event_ids.map((eventId) => stored.get(eventId) as EventDoc), replayed: missing.length === 0 };
+  }
+
+  private sweep(now: Date): void {
+    if (now.getTime() - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now.getTime();
+    this.claims.deleteExpired(now).catch((error: unknown) => {
+      this.log.warn({ error: describeDbError(error) }, 'could not clear expired idempotency keys');
+    });
+  }
+}

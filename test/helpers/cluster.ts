@@ -1,0 +1,52 @@
+/** Helpers for suites about ingest across processes: two server processes on one database, metrics, the sequence. */
+import { createEvent } from './api';
+import { startTestApp, type TestApp, type TestOrg } from './harness';
+import { startServerProcess, type ServerProcess } from './processes';
+
+export async function fill(url: string, org: TestOrg, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) await createEvent(url, org.key);
+}
+
+export async function metric(metricsUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  if (!line) throw new Error(`metric ${name} not found`);
+  return Number(line.split(' ')[1]);
+}
+
+export function statuses(results: { status: number }[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
+  return counts;
+}
+
+export async function expectGapless(app: TestApp, org: TestOrg, count: number): Promise<void> {
+  const docs = await app.services.collections.events.find({ tenant: org.id }, { projection: { seq: 1, month_seq: 1 } }).toArray();
+  expect(docs).toHaveLength(count);
+  expect(docs.map((d) => d.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+}
+
+/** Two `src/main.ts` processes on the database of a test app, started before the suite and each seeing the other. */
+export function twoProcessesOnOneDatabase(label: string): { app: () => TestApp; servers: () => [ServerProcess, ServerProcess] } {
+  let app: TestApp | undefined;
+  let servers: ServerProcess[] = [];
+  beforeAll(async () => {
+    app = await startTestApp({ label });
+    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    for (const server of servers) {
+      while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await app?.close();
+  });
+  return {
+    app: () => {
+      if (!app) throw new Error('the processes are not started yet');
+      return app;
+    },
+    servers: () => servers as [ServerProcess, ServerProcess],
+  };
+}
