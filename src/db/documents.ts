@@ -28,6 +28,8 @@ export interface EventDoc {
   metadata: string;
   organization_id: string;
   api_key_id: string;
+  /** The Idempotency-Key the event was sent with, if any (not part of its API form). */
+  idempotency_key?: string;
 }
 
 export interface OrgDoc {

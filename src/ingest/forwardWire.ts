@@ -32,6 +32,7 @@ const ZDraft = z.object({
   metadata: z.string(),
   organization_id: z.string(),
   api_key_id: z.string(),
+  idempotency_key: z.string().optional(),
 }) satisfies z.ZodType<EventDraft>;
 
 /** One caller's events (see EventWriter.writeAll): at most MAX_FORWARD_EVENTS in all, but a batch is never split. */

@@ -29,7 +29,7 @@ import type { Ingest } from '../ingest/ingest';
 import type { ApiKeyPrincipal } from './auth';
 
 /** What a create body says about its event: everything but the id, time of receipt and key, which the service adds. */
-export type EventContent = Omit<EventDraft, '_id' | 'tenant' | 'ts' | 'received_at' | 'api_key_id'> & { ts: Date | null };
+export type EventContent = Omit<EventDraft, '_id' | 'tenant' | 'ts' | 'received_at' | 'api_key_id' | 'idempotency_key'> & { ts: Date | null };
 
 /** The request kinds a key can be used for; a key used for one is never taken for another. */
 export type WriteKind = 'event' | 'batch';
@@ -40,10 +40,12 @@ export interface Written {
   replayed: boolean;
 }
 
+/** What the service adds to a request's events: their ids, time of receipt, key id and Idempotency-Key. */
 interface Stamp {
   ids: string[];
   receivedAt: Date;
   apiKeyId: string;
+  idempotencyKey?: string;
 }
 
 /** IDEMPOTENCY_TTL_HOURS's default. */
@@ -64,6 +66,7 @@ export function draftsOf(tenant: string, contents: EventContent[], stamp: Stamp)
     ts: content.ts ?? stamp.receivedAt,
     received_at: stamp.receivedAt,
     api_key_id: stamp.apiKeyId,
+    ...(stamp.idempotencyKey === undefined ? {} : { idempotency_key: stamp.idempotencyKey }),
   }));
 }
 
@@ -104,7 +107,7 @@ export class IdempotentWrites {
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
       const now = this.clock.now();
       this.sweep(now);
-      const stamp = freshStamp(contents.length, now, principal.keyId);
+      const stamp = { ...freshStamp(contents.length, now, principal.keyId), idempotencyKey: key };
       const claim: IdempotencyClaimDoc = {
         _id: id,
         tenant: principal.tenant,
@@ -131,14 +134,14 @@ export class IdempotentWrites {
       if (found.request_hash !== hash || found.event_ids.length !== contents.length) {
         throw new AppError('IDEMPOTENCY_KEY_REUSED', MESSAGES.idempotencyKeyReused, { fields: ['Idempotency-Key'] });
       }
-      return this.complete(principal, found, contents);
+      return this.complete(principal, key, found, contents);
     }
     throw new AppError('SERVICE_UNAVAILABLE', 'This Idempotency-Key is being claimed and released by other requests; retry', { retryAfter: 1 });
   }
 
   /** A key claimed before for this very request: answers its stored events, storing first any that are missing. */
-  private async complete(principal: ApiKeyPrincipal, claim: IdempotencyClaimDoc, contents: EventContent[]): Promise<Written> {
-    const drafts = draftsOf(principal.tenant, contents, { ids: claim.event_ids, receivedAt: claim.received_at, apiKeyId: claim.api_key_id });
+  private async complete(principal: ApiKeyPrincipal, key: string, claim: IdempotencyClaimDoc, contents: EventContent[]): Promise<Written> {
+    const drafts = draftsOf(principal.tenant, contents, { ids: claim.event_ids, receivedAt: claim.received_at, apiKeyId: claim.api_key_id, idempotencyKey: key });
     const stored = await new EventReader(this.c, principal.tenant).getMany(claim.event_ids);
     const missing = drafts.filter((draft) => !stored.has(draft._id));
     if (missing.length > 0) {
