@@ -3,7 +3,6 @@
  * stores nothing; another request with the key is refused; concurrent retries, in one process or two,
  * and a retry after the server died between storing and answering, all end with one stored event.
  */
-import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import type { AppRouter } from '../src/trpc/router';
@@ -11,14 +10,10 @@ import { call, eventBody, jsonOrText, type ApiResponse } from './helpers/api';
 import { expectGapless, statuses, twoProcessesOnOneDatabase } from './helpers/cluster';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { startServerProcess } from './helpers/processes';
+import { claimIdOf } from '../src/services/idempotency';
 
 function post(url: string, org: TestOrg, key: string | undefined, body: unknown, path = '/v1/events'): Promise<ApiResponse<any>> {
   return call(`${url}${path}`, { key: org.key, body, headers: key === undefined ? {} : { 'Idempotency-Key': key } });
-}
-
-/** The claim's id, as the service derives it from the organization and the key. */
-function claimId(org: TestOrg, key: string): string {
-  return createHash('sha256').update(`${org.id}\n${key}`).digest('hex');
 }
 
 /**
@@ -137,7 +132,7 @@ describe('in one process', () => {
     expect(refused.status).toBe(429);
     // Not "reused": nothing was remembered for the key.
     expect((await post(app.url, org, 'after-cap', eventBody({ action: 'other.try' }))).status).toBe(429);
-    expect(await app.services.collections.idempotencyClaims.findOne({ _id: claimId(org, 'after-cap') })).toBeNull();
+    expect(await app.services.collections.idempotencyClaims.findOne({ _id: claimIdOf(org.id, 'after-cap') })).toBeNull();
     // With room again (an operator raised the cap), the retry is stored.
     await app.services.collections.orgs.updateOne({ _id: org.id }, { $set: { monthly_cap: 5 } });
     const fresh = await startTestApp({ label: 'idemcap', sharedDbName: app.dbName });
@@ -155,7 +150,7 @@ describe('in one process', () => {
     const first = await post(app.url, org, 'expiring', eventBody());
     const stored = await app.services.collections.events.findOne({ tenant: org.id, _id: first.body.event.id });
     expect(stored?.idempotency_key).toBe('expiring');
-    await app.services.collections.idempotencyClaims.updateOne({ _id: claimId(org, 'expiring') }, { $set: { expires_at: new Date(Date.now() - 1000) } });
+    await app.services.collections.idempotencyClaims.updateOne({ _id: claimIdOf(org.id, 'expiring') }, { $set: { expires_at: new Date(Date.now() - 1000) } });
     const later = await post(app.url, org, 'expiring', eventBody({ action: 'something.else' }));
     expect(later.status).toBe(201);
     expect(later.body.event.id).not.toBe(first.body.event.id);

@@ -79,6 +79,11 @@ export function freshStamp(count: number, receivedAt: Date, apiKeyId: string): S
  * the body's layout, nor its key order, nor `null` against an absent field, nor a timestamp's offset
  * changes it. Metadata counts as its JSON text: it is stored exactly, key order included.
  */
+/** A claim's `_id`: one key per organization. */
+export function claimIdOf(tenant: string, key: string): string {
+  return createHash('sha256').update(`${tenant}\n${key}`).digest('hex');
+}
+
 export function requestHash(kind: WriteKind, contents: EventContent[]): string {
   const fields = contents.map((c) => [
     c.ts?.toISOString() ?? null, c.actor_id, c.actor_name, c.actor_email, c.action,
@@ -102,7 +107,7 @@ export class IdempotentWrites {
   }
 
   async write(principal: ApiKeyPrincipal, key: string, kind: WriteKind, contents: EventContent[]): Promise<Written> {
-    const id = createHash('sha256').update(`${principal.tenant}\n${key}`).digest('hex');
+    const id = claimIdOf(principal.tenant, key);
     const hash = requestHash(kind, contents);
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
       const now = this.clock.now();
