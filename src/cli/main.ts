@@ -11,6 +11,9 @@ import { systemClock } from '../domain/time';
 import { createLogger } from '../logger';
 import { createServices, type Services } from '../services/container';
 import { runExport } from './exportCommand';
+import { runImport } from './importCommand';
+
+const DEFAULT_IMPORT_BATCH = 500;
 
 const USAGE = `Usage: npm run cli -- <command> [options] [--json]
 
@@ -21,6 +24,9 @@ const USAGE = `Usage: npm run cli -- <command> [options] [--json]
   key revoke KEY_ID
   export --url URL --key KEY [--format json|csv] [--actor-id ID] [--action A] [--resource-type T]
          [--resource-id ID] [--organization-id ORG] [--start-date D] [--end-date D] [--out FILE]
+  import --url URL --key KEY [--batch-size N] [--state FILE] FILE|-
+         JSON Lines, one create body per line; exactly once, resumable: run it again after an
+         interruption. Refused lines are reported with their numbers (exit code 1 if any).
 
 The database is MONGODB_URI, or the embedded one under DATA_DIR (as for npm start).`;
 
@@ -46,6 +52,8 @@ const OPTIONS = {
   'organization-id': { type: 'string' },
   'start-date': { type: 'string' },
   'end-date': { type: 'string' },
+  'batch-size': { type: 'string' },
+  state: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -68,7 +76,8 @@ function parseCap(value: string | undefined): number | null {
   return Number(value);
 }
 
-type Output = { json: Record<string, unknown>; text: string };
+/** What a command answers; `exitCode` (default 0) for one that finished but with something to report. */
+type Output = { json: Record<string, unknown>; text: string; exitCode?: number };
 
 async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
   const config = loadConfig();
@@ -149,6 +158,19 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
         });
         return { json: summary, text: summary.out ? `Wrote ${summary.bytes} bytes to ${summary.out}` : '' };
       }
+      if (group === 'import') {
+        if (!verb || arg) throw new UsageError('import needs one FILE (or - for stdin)');
+        const batchSize = values['batch-size'] === undefined ? DEFAULT_IMPORT_BATCH : Number(values['batch-size']);
+        if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new UsageError('--batch-size must be a whole number from 1 to 10000');
+        const summary = await runImport({ url: need(values, 'url'), key: need(values, 'key'), file: verb, state: values.state, batchSize, quiet: false });
+        const refused = summary.refused.map((r) => `line ${r.line}: ${r.message}${r.fields ? ` (${r.fields.join(', ')})` : ''}`);
+        const text = [
+          ...refused,
+          `Imported ${summary.imported} events${summary.replayed ? `, ${summary.replayed} were already there` : ''}` +
+            `${summary.resumed_after_line ? ` (resumed after line ${summary.resumed_after_line})` : ''}; ${summary.refused.length} lines refused.`,
+        ].join('\n');
+        return { json: summary, text, exitCode: summary.refused.length ? 1 : 0 };
+      }
       throw new UsageError(command ? `Unknown command: ${command}` : 'No command given');
   }
 }
@@ -170,7 +192,7 @@ async function main(argv: string[]): Promise<number> {
     const output = await dispatch(positionals, values);
     if (values.json) process.stdout.write(`${JSON.stringify(output.json)}\n`);
     else if (output.text) process.stdout.write(`${output.text}\n`);
-    return 0;
+    return output.exitCode ?? 0;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (values.json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
