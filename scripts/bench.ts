@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
+import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { ACTORS, BODIES, CONNECTIONS, load, loadWithCpu, type Load, ROOT, rssOf, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
@@ -101,6 +102,9 @@ async function main(): Promise<void> {
   // The limit: the same documents, the same indexes. The bare figure shows what the indexes cost.
   const rawPerSecond = await rawInsert(client, dbName, CONNECTIONS, true);
   const rawBarePerSecond = await rawInsert(client, dbName, CONNECTIONS, false);
+  // The limit for batches: the driver inserting the same batches of 100, one in flight, with the service's indexes.
+  const rawBatchPerSecond = await rawInsert(client, dbName, BATCH_SIZE, true);
+  console.log(`limit  raw insertMany (batches of ${BATCH_SIZE}, one in flight, j:true, the service's indexes): ${rawBatchPerSecond.toFixed(0)} docs/s`);
   console.log(`limit  raw insertMany (batches of ${CONNECTIONS}, one in flight, j:true): ${rawPerSecond.toFixed(0)} docs/s with the service's indexes, ${rawBarePerSecond.toFixed(0)} docs/s with the sequence index only`);
   const ingestLimit = Math.min(helloLoad.rps, rawPerSecond);
 
@@ -121,6 +125,11 @@ async function main(): Promise<void> {
     requests: [{ method: 'POST', path: '/v1/events', setupRequest: (req) => ({ ...req, body: BODIES[bodyIndex++ % ACTORS] }) }],
   });
   console.log(`ingest: ${ingest.rps.toFixed(0)} events/s, p50 ${ingest.p50} ms, p99 ${ingest.p99} ms, non-2xx ${ingest.non2xx}, errors ${ingest.errors}; CPU ${ingest.cpuMsPerRequest.toFixed(3)} ms per event (hello-world ${helloLoad.cpuMsPerRequest.toFixed(3)} ms per request)`);
+
+  const batches = await measureBatchIngest(service.url, headers, service.child.pid ?? 0);
+  const { batch, batchKeyed, singleKeyed } = batches;
+  console.log(`batch ingest (${BATCH_SIZE} per request): ${batch.eventsPerSecond.toFixed(0)} events/s, p50 ${batch.p50} ms, p99 ${batch.p99} ms, non-2xx ${batch.non2xx}; CPU ${batch.cpuMsPerEvent.toFixed(3)} ms per event`);
+  console.log(`with an Idempotency-Key per request: batches ${batchKeyed.eventsPerSecond.toFixed(0)} events/s (non-2xx ${batchKeyed.non2xx}), single events ${singleKeyed.rps.toFixed(0)} events/s (non-2xx ${singleKeyed.non2xx})`);
 
   const ids = (await services.collections.events.find({ tenant: org._id }, { projection: { _id: 1 } }).limit(1000).toArray()).map((d) => d._id);
   let next = 0;
@@ -180,6 +189,10 @@ async function main(): Promise<void> {
     ['ingest vs raw insertMany (sequence index only)', ingest.rps.toFixed(0), rawBarePerSecond.toFixed(0), pct(ratio(ingest.rps, rawBarePerSecond))],
     ['ingest CPU per event, ms (server process)', ingest.cpuMsPerRequest.toFixed(3), `${helloLoad.cpuMsPerRequest.toFixed(3)} (hello-world, per request)`, `${ratio(ingest.cpuMsPerRequest, helloLoad.cpuMsPerRequest).toFixed(1)}×`],
     ['ingest p50 / p99, ms', `${ingest.p50} / ${ingest.p99}`, `${helloLoad.p50} / ${helloLoad.p99} (hello-world)`, `${(ratio(ingest.p99, helloLoad.p99)).toFixed(1)}× p99`],
+    ['ingest with an Idempotency-Key per request, events/s', singleKeyed.rps.toFixed(0), `${ingest.rps.toFixed(0)} (without keys)`, pct(ratio(singleKeyed.rps, ingest.rps))],
+    [`batch ingest, events/s (POST /v1/events/batch, ${BATCH_SIZE} per request)`, batch.eventsPerSecond.toFixed(0), `${rawBatchPerSecond.toFixed(0)} (raw insertMany, batches of ${BATCH_SIZE})`, pct(ratio(batch.eventsPerSecond, rawBatchPerSecond))],
+    ['batch ingest with an Idempotency-Key per request, events/s', batchKeyed.eventsPerSecond.toFixed(0), `${rawBatchPerSecond.toFixed(0)} (raw insertMany, batches of ${BATCH_SIZE})`, pct(ratio(batchKeyed.eventsPerSecond, rawBatchPerSecond))],
+    ['batch ingest p50 / p99 per request, ms; CPU per event, ms', `${batch.p50} / ${batch.p99}; ${batch.cpuMsPerEvent.toFixed(3)}`, `${ingest.cpuMsPerRequest.toFixed(3)} (CPU per single-event create)`, `${ratio(batch.cpuMsPerEvent, ingest.cpuMsPerRequest).toFixed(2)}× CPU`],
     ['GET /v1/events/:id, req/s', getById.rps.toFixed(0), `${rawGet.rps.toFixed(0)} (raw driver findOne)`, pct(ratio(getById.rps, rawGet.rps))],
     ['GET /v1/events/:id p50 / p99, ms', `${getById.p50} / ${getById.p99}`, `${rawGet.p50} / ${rawGet.p99} (raw driver)`, `${ratio(getById.p99, rawGet.p99).toFixed(1)}× p99`],
     ['GET /v1/events?actor_id= (≤50 rows), req/s', list.rps.toFixed(0), `${rawList.rps.toFixed(0)} (raw driver find)`, pct(ratio(list.rps, rawList.rps))],

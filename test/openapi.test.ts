@@ -15,7 +15,8 @@ test('it describes every /v1 operation with the spec statuses', () => {
   expect(doc.servers).toEqual([{ url: '/v1' }]);
   const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [`${method.toUpperCase()} ${path}`, Object.keys(op.responses).sort()]));
   expect(Object.fromEntries(ops)).toEqual({
-    'POST /events': ['201', '400', '401', '413', '415', '429', '500'],
+    'POST /events': ['201', '400', '401', '413', '415', '422', '429', '500'],
+    'POST /events/batch': ['201', '400', '401', '413', '415', '422', '429', '500'],
     'GET /events': ['200', '400', '401', '500'],
     'GET /events/{id}': ['200', '401', '404', '500'],
     'GET /events/export': ['200', '400', '401', '500'],
