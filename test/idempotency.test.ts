@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import type { AppRouter } from '../src/trpc/router';
 import { call, eventBody, jsonOrText, type ApiResponse } from './helpers/api';
-import { expectGapless, statuses, twoProcessesOnOneDatabase } from './helpers/cluster';
+import { expectGapless, metric, statuses, twoProcessesOnOneDatabase } from './helpers/cluster';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { startServerProcess } from './helpers/processes';
 import { claimIdOf } from '../src/services/idempotency';
@@ -178,6 +178,8 @@ describe('across server processes', () => {
     const app = cluster.app();
     const org = await app.org();
     const [one, two] = cluster.servers();
+    const claimed = async () => (await metric(one.metricsUrl, 'idempotency_keys_claimed_total')) + (await metric(two.metricsUrl, 'idempotency_keys_claimed_total'));
+    const claimedBefore = await claimed();
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => post((i % 2 ? one : two).url, org, 'split', eventBody({ actor: { id: 'split' } }))));
     expect(statuses(results)).toEqual({ 201: 20 });
     expect(new Set(results.map((r) => r.body.event.id)).size).toBe(1);
@@ -187,6 +189,8 @@ describe('across server processes', () => {
     expect(statuses(batches)).toEqual({ 201: 6 });
     expect(new Set(batches.map((r) => r.text)).size).toBe(1);
     await expectGapless(app, org, 51);
+    // Each key was claimed once, by one request in one of the processes; every other request joined it.
+    expect((await claimed()) - claimedBefore).toBe(2);
   });
 
   test('killed after storing and before answering: the retry, at a new process, finds the stored event', async () => {

@@ -73,7 +73,8 @@ export class EventReader {
   /** Those of `ids` that are stored, by id. */
   async getMany(ids: string[]): Promise<Map<string, EventDoc>> {
     if (ids.length === 0) return new Map();
-    const found = await this.c.events.find({ _id: { $in: ids }, tenant: this.tenant }).toArray();
+    // One id as an equality: FerretDB serves that from an index, but never an `$in` (MongoDB serves both).
+    const found = await this.c.events.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }).toArray();
     return new Map(found.map((doc) => [doc._id, doc]));
   }
 

@@ -1,6 +1,7 @@
 /** Prometheus metrics (prom-client), one registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { IngestStats } from '../ingest/ingest';
+import type { IdempotencyStats } from '../services/idempotency';
 
 export interface Metrics {
   registry: Registry;
@@ -10,7 +11,7 @@ export interface Metrics {
   exportFailures: Counter;
 }
 
-export function createMetrics(options: { defaultMetrics: boolean; ingest: () => IngestStats }): Metrics {
+export function createMetrics(options: { defaultMetrics: boolean; ingest: () => IngestStats; idempotency: () => IdempotencyStats }): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
   // Read from the group-commit writer when scraped, so the hot path only bumps plain numbers.
@@ -23,6 +24,12 @@ export function createMetrics(options: { defaultMetrics: boolean; ingest: () => 
   fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', (s) => s.conflicts);
   fromWriter('ingest_events_duplicate_total', 'Events written again under an id already stored, answered with the stored event', (s) => s.duplicates);
   fromWriter('ingest_events_refused_total', 'Events the database refused to store (answered 422)', (s) => s.refused);
+  const fromKeys = (name: string, help: string, read: (stats: IdempotencyStats) => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.idempotency())); } });
+  fromKeys('idempotency_keys_claimed_total', 'Writes that used an Idempotency-Key for the first time', (s) => s.claimed);
+  fromKeys('idempotency_replays_total', 'Writes answered from events an earlier request with the same key stored (nothing written)', (s) => s.replayed);
+  fromKeys('idempotency_completions_total', 'Retries with a known key that wrote events still missing', (s) => s.completed);
+  fromKeys('idempotency_key_reused_total', 'Writes refused because their key was used for another request (422)', (s) => s.reused);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),

@@ -350,7 +350,7 @@ export class EventWriter {
         p.docs[index] = doc;
       }
       pending = this.settle(placed);
-      if (outcome.stop === undefined) continue;
+      if (outcome.stop === undefined) return; // all stored, all answered
 
       const stopped = docs[outcome.stored] as EventDoc;
       const owner = (owners[outcome.stored] as { p: Pending }).p;

@@ -28,6 +28,8 @@ export interface Services {
   /** Where events are written: here, or forwarded to the instance that writes their organization. */
   ingest: Ingest;
   events: EventService;
+  /** Writes with an Idempotency-Key (used by `events`; here for its metrics). */
+  idempotent: IdempotentWrites;
   accounts: AccountService;
   keys: ApiKeyService;
   usage: UsageService;
@@ -62,6 +64,7 @@ export async function createServices(
     auth,
     ingest,
     events,
+    idempotent,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
     keys: new ApiKeyService(apiKeys, auth, clock),
     usage: new UsageService(events, orgs, clock),

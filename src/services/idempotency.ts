@@ -92,9 +92,22 @@ export function requestHash(kind: WriteKind, contents: EventContent[]): string {
   return createHash('sha256').update(JSON.stringify([kind, fields])).digest('hex');
 }
 
+/** Requests with a key, by what became of them (metrics). */
+export interface IdempotencyStats {
+  /** First uses of a key. */
+  claimed: number;
+  /** Answered entirely from events stored before: nothing written. */
+  replayed: number;
+  /** Retries that wrote events still missing (after a crash, an unconfirmed write, or at once with the first). */
+  completed: number;
+  /** Refused: the key was used for another request. */
+  reused: number;
+}
+
 export class IdempotentWrites {
   private readonly claims: IdempotencyRepository;
   private lastSweep = 0;
+  readonly stats: IdempotencyStats = { claimed: 0, replayed: 0, completed: 0, reused: 0 };
 
   constructor(
     private readonly c: Collections,
@@ -123,6 +136,7 @@ export class IdempotentWrites {
         expires_at: new Date(now.getTime() + this.ttlMs),
       };
       if (await this.claims.claim(claim)) {
+        this.stats.claimed++;
         try {
           return { docs: await this.ingest.write(draftsOf(principal.tenant, contents, stamp), principal.keyHash), replayed: false };
         } catch (error) {
@@ -137,6 +151,7 @@ export class IdempotentWrites {
         continue;
       }
       if (found.request_hash !== hash || found.event_ids.length !== contents.length) {
+        this.stats.reused++;
         throw new AppError('IDEMPOTENCY_KEY_REUSED', MESSAGES.idempotencyKeyReused, { fields: ['Idempotency-Key'] });
       }
       return this.complete(principal, key, found, contents);
@@ -149,7 +164,9 @@ export class IdempotentWrites {
     const drafts = draftsOf(principal.tenant, contents, { ids: claim.event_ids, receivedAt: claim.received_at, apiKeyId: claim.api_key_id, idempotencyKey: key });
     const stored = await new EventReader(this.c, principal.tenant).getMany(claim.event_ids);
     const missing = drafts.filter((draft) => !stored.has(draft._id));
-    if (missing.length > 0) {
+    if (missing.length === 0) this.stats.replayed++;
+    else {
+      this.stats.completed++;
       const written = await this.ingest.write(missing, principal.keyHash, stored.size > 0);
       for (const doc of written) stored.set(doc._id, doc);
     }
