@@ -140,7 +140,13 @@ export class IdempotentWrites {
         try {
           return { docs: await this.ingest.write(draftsOf(principal.tenant, contents, stamp), principal.keyHash), replayed: false };
         } catch (error) {
-          if (error instanceof AppError && FORGOTTEN_REFUSALS.has(error.code)) await this.claims.release(claim);
+          if (error instanceof AppError && FORGOTTEN_REFUSALS.has(error.code)) {
+            // Kept if it cannot be given back: its retry is then judged afresh all the same (it writes
+            // the claimed ids), only another request with the key would get 422.
+            await this.claims.release(claim).catch((releaseError: unknown) => {
+              this.log.warn({ error: describeDbError(releaseError) }, 'could not give an idempotency key back');
+            });
+          }
           throw error;
         }
       }
