@@ -1,5 +1,5 @@
 /**
- * Generated bad input against every /v1 route, seeded so a run can be repeated exactly: bodies mutated
+ * Generated bad input against every /v1 route (with and without Idempotency-Keys), seeded so a run can be repeated exactly: bodies mutated
  * from a valid one or made up whole, content types, query strings and ids, with strings that have
  * U+0000, unpaired surrogates, huge lengths and JavaScript's own property names. For every request:
  * no 5xx, and every error body is the documented `{ message, code[, fields] }`. At the end, the
@@ -92,6 +92,21 @@ const createBody = fc.oneof(
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 60 }).map((b) => Buffer.from(b)) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 70 }).map((depth) => Buffer.from(`{"actor":{"id":"a"},"action":"a.b","resource":{"type":"t","id":"1"},"metadata":${'['.repeat(depth)}${']'.repeat(depth)}}`)) },
 );
+/** An event body, valid or with up to two fields mutated, for a batch's items. */
+const batchItem = fc.array(mutation, { maxLength: 2 }).map((ms) => {
+  const body = eventBody();
+  for (const [path, value] of ms) setPath(body, path, value);
+  return body;
+});
+const batchBody = fc.oneof(
+  { weight: 4, arbitrary: fc.array(batchItem, { maxLength: 4 }).map((events) => Buffer.from(JSON.stringify({ events }))) },
+  { weight: 1, arbitrary: anyJson.map((events) => Buffer.from(JSON.stringify({ events }))) },
+  { weight: 1, arbitrary: createBody },
+);
+/** A few keys again and again (replays, reuse with other bodies), and keys the service must refuse. */
+const idempotencyKey = fc.option(fc.constantFrom('retry-1', 'retry-2', 'retry-3', 'a b ~!', '', ' ', 'x'.repeat(256), 'caf\u00e9'), { nil: undefined, freq: 2 });
+const withKey = (headers: Record<string, string>, key: string | undefined) => (key === undefined ? headers : { ...headers, 'idempotency-key': key });
+
 const contentType = fc.constantFrom(
   'application/json', 'application/json', 'application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'text/plain', '',
   'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'application/jsonx',
@@ -111,8 +126,11 @@ function requests(org: TestOrg, other: TestOrg, ids: string[]): fc.Arbitrary<Sen
   );
   const id = fc.oneof(fc.constantFrom(...ids), nastyString.map(pct), fc.uuid().map(String));
   return fc.oneof(
-    { weight: 5, arbitrary: fc.record({ auth, body: createBody, type: contentType }).map(({ auth, body, type }) => ({
-      method: 'POST', path: '/v1/events', headers: { ...auth, ...(type ? { 'content-type': type } : {}) }, body,
+    { weight: 5, arbitrary: fc.record({ auth, body: createBody, type: contentType, key: idempotencyKey }).map(({ auth, body, type, key }) => ({
+      method: 'POST', path: '/v1/events', headers: withKey({ ...auth, ...(type ? { 'content-type': type } : {}) }, key), body,
+    })) },
+    { weight: 3, arbitrary: fc.record({ auth, body: batchBody, type: contentType, key: idempotencyKey }).map(({ auth, body, type, key }) => ({
+      method: 'POST', path: '/v1/events/batch', headers: withKey({ ...auth, ...(type ? { 'content-type': type } : {}) }, key), body,
     })) },
     { weight: 3, arbitrary: fc.record({ auth, q: queryString }).map(({ auth, q }) => ({ method: 'GET', path: `/v1/events${q}`, headers: auth })) },
     { weight: 2, arbitrary: fc.record({ auth, q: queryString }).map(({ auth, q }) => ({ method: 'GET', path: `/v1/events/export${q}`, headers: auth })) },
@@ -238,7 +256,8 @@ describe('fuzzing every /v1 route', () => {
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
         if (answer.status === 201) {
           const tenant = r.headers.authorization === `Bearer ${other.key}` ? other.id : org.id;
-          created.get(tenant)?.add(JSON.parse(answer.text).event.id as string);
+          const answered = JSON.parse(answer.text) as { event?: { id: string }; events?: { id: string }[] };
+          for (const event of answered.events ?? [answered.event]) if (event) created.get(tenant)?.add(event.id);
         }
         const problem = problemWith(r, answer);
         if (problem) problems.push(problem);

@@ -57,6 +57,8 @@ test('refused lines are reported with their numbers and the rest is stored, once
   expect(summary.refused[1]).toEqual({ line: 120, message: 'Missing required fields', fields: ['actor'] });
   expect(summary.refused[2]?.fields).toEqual(['colour']);
   expect(summary.imported).toBe(446);
+  // Not a terminal: a plain progress line (the last one at the end).
+  expect(first.stderr).toMatch(/import: line 450: 446 imported, 0 already there, 4 refused, \d+ events\/s/);
   expect(await storedLines(org)).toEqual(range(1, 450, [5, 120, 301, 302]));
 
   // Again: the state file says everything is done.
