@@ -1,0 +1,178 @@
+/**
+ * RFC 6962 / RFC 9162 Merkle trees: hashing, roots, inclusion and consistency proofs, and their
+ * verification. Pure: the tree's complete-subtree hashes come from a `NodeSource`, which the storage
+ * layer backs with tiles and tests back with plain arrays.
+ *
+ * Node (level, index) is the root of the complete subtree over leaves [index·2^level, (index+1)·2^level).
+ */
+import { createHash } from 'node:crypto';
+
+export const HASH_BYTES = 32;
+
+/** SHA-256(0x00 ‖ leaf). */
+export function leafHash(leaf: Uint8Array): Buffer {
+  return createHash('sha256').update(Buffer.of(0)).update(leaf).digest();
+}
+
+/** SHA-256(0x01 ‖ left ‖ right). */
+export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  return createHash('sha256').update(Buffer.of(1)).update(left).update(right).digest();
+}
+
+/** The root of the empty tree: SHA-256 of nothing. */
+export const EMPTY_ROOT = createHash('sha256').digest();
+
+/** Complete-subtree hashes of one tree; may be asynchronous (tiles read from the database). */
+export type NodeSource = (level: number, index: number) => Buffer | Promise<Buffer>;
+
+/** The largest power of two strictly below n (n ≥ 2). */
+function splitPoint(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+function isPowerOfTwo(n: number): boolean {
+  return n > 0 && (n & (n - 1)) === 0;
+}
+
+/** MTH(D[lo:hi]) for a range that the tree's recursive split produces (lo is aligned to the split). */
+export async function rangeHash(node: NodeSource, lo: number, hi: number): Promise<Buffer> {
+  const n = hi - lo;
+  if (n === 0) return EMPTY_ROOT;
+  if (isPowerOfTwo(n) && lo % n === 0) return node(Math.log2(n), lo / n);
+  const k = splitPoint(n);
+  return nodeHash(await rangeHash(node, lo, lo + k), await rangeHash(node, lo + k, hi));
+}
+
+export function rootHash(node: NodeSource, size: number): Promise<Buffer> {
+  return rangeHash(node, 0, size);
+}
+
+/** The audit path of leaf `index` in the tree of `size` leaves, from the leaf upwards (RFC 9162 §2.1.3.1). */
+export async function inclusionProof(node: NodeSource, index: number, size: number): Promise<Buffer[]> {
+  if (!(index >= 0 && index < size)) throw new RangeError(`leaf ${index} is not in a tree of ${size}`);
+  const path: Buffer[] = [];
+  let lo = 0;
+  let hi = size;
+  // Walk down from the root, collecting each sibling; the path lists them from the bottom.
+  while (hi - lo > 1) {
+    const k = splitPoint(hi - lo);
+    if (index < lo + k) {
+      path.push(await rangeHash(node, lo + k, hi));
+      hi = lo + k;
+    } else {
+      path.push(await rangeHash(node, lo, lo + k));
+      lo += k;
+    }
+  }
+  return path.reverse();
+}
+
+/** The consistency proof from the tree of `from` leaves to that of `to` (RFC 9162 §2.1.4.1). */
+export async function consistencyProof(node: NodeSource, from: number, to: number): Promise<Buffer[]> {
+  if (!(from >= 0 && from <= to)) throw new RangeError(`no consistency proof from ${from} to ${to}`);
+  if (from === 0 || from === to) return [];
+  const proof: Buffer[] = [];
+  let lo = 0;
+  let hi = to;
+  let m = from;
+  let complete = true; // whether the subtree we are in is an old tree's complete subtree (b in the RFC)
+  while (m !== hi - lo) {
+    const k = splitPoint(hi - lo);
+    if (m <= k) {
+      proof.push(await rangeHash(node, lo + k, hi));
+      hi = lo + k;
+    } else {
+      proof.push(await rangeHash(node, lo, lo + k));
+      lo += k;
+      m -= k;
+      complete = false;
+    }
+  }
+  if (!complete) proof.push(await rangeHash(node, lo, hi));
+  return proof.reverse();
+}
+
+/** An in-memory NodeSource over all the leaf hashes of a tree (tests, the offline verifier, the audit). */
+export function nodesOf(leafHashes: readonly Buffer[]): NodeSource {
+  const levels: Buffer[][] = [[...leafHashes]];
+  for (let level = 0; (levels[level]?.length ?? 0) > 1; level++) {
+    const below = levels[level] as Buffer[];
+    const above: Buffer[] = [];
+    for (let i = 0; i + 1 < below.length; i += 2) above.push(nodeHash(below[i] as Buffer, below[i + 1] as Buffer));
+    levels.push(above);
+  }
+  return (level, index) => {
+    const hash = levels[level]?.[index];
+    if (!hash) throw new RangeError(`no complete subtree at level ${level}, index ${index}`);
+    return hash;
+  };
+}
+
+/** The root that an inclusion path implies (RFC 9162 §2.1.3.2), or null when the path cannot be one. */
+export function rootFromInclusion(index: number, size: number, leaf: Uint8Array, path: readonly Uint8Array[]): Buffer | null {
+  if (!(index >= 0 && index < size)) return null;
+  let fn = index;
+  let sn = size - 1;
+  let r = Buffer.from(leaf);
+  for (const p of path) {
+    if (sn === 0) return null;
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : null;
+}
+
+export function verifyInclusion(index: number, size: number, leaf: Uint8Array, path: readonly Uint8Array[], root: Uint8Array): boolean {
+  if (leaf.length !== HASH_BYTES || root.length !== HASH_BYTES || path.some((p) => p.length !== HASH_BYTES)) return false;
+  const computed = rootFromInclusion(index, size, leaf, path);
+  return computed !== null && computed.equals(root);
+}
+
+/** RFC 9162 §2.1.4.2: whether `proof` shows the tree of `from` leaves (root1) is a prefix of that of `to` (root2). */
+export function verifyConsistency(from: number, to: number, proof: readonly Uint8Array[], root1: Uint8Array, root2: Uint8Array): boolean {
+  if (from < 0 || to < from) return false;
+  if (from === to) return proof.length === 0 && Buffer.from(root1).equals(root2);
+  if (from === 0) return proof.length === 0;
+  if (proof.length === 0) return false;
+  if (root1.length !== HASH_BYTES || root2.length !== HASH_BYTES || proof.some((p) => p.length !== HASH_BYTES)) return false;
+  const path = isPowerOfTwo(from) ? [Buffer.from(root1), ...proof.map((p) => Buffer.from(p))] : proof.map((p) => Buffer.from(p));
+  let fn = from - 1;
+  let sn = to - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = path[0] as Buffer;
+  let sr = path[0] as Buffer;
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && fr.equals(root1) && sr.equals(root2);
+}
