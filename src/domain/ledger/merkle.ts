@@ -115,7 +115,7 @@ export function rootFromInclusion(index: number, size: number, leaf: Uint8Array,
   if (!(index >= 0 && index < size)) return null;
   let fn = index;
   let sn = size - 1;
-  let r = Buffer.from(leaf);
+  let r: Buffer = Buffer.from(leaf);
   for (const p of path) {
     if (sn === 0) return null;
     if (fn % 2 === 1 || fn === sn) {
