@@ -209,8 +209,13 @@ describe('fuzzing every /v1 route', () => {
     const answer2 = await send(app.url, { method: 'POST', path: '/v1/events', headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' }, body: surrogate });
     expect(answer2.status).toBe(400);
     expect(JSON.parse(answer2.text)).toMatchObject({ code: 'VALIDATION_FAILED', fields: ['resource.id'] });
-    // Metadata is JSON text: any JSON string, NUL and lone surrogates included, comes back exactly.
-    const metadata = { note: 'a\u0000b\ud800', 'k\u0000': ['\udfff'] };
+    // Metadata is JSON text: any JSON string, NUL included, comes back exactly; an unpaired surrogate,
+    // which the ledger's canonical JSON (RFC 8785) cannot represent, is refused with the field named.
+    for (const bad of [{ note: 'a\ud800' }, { 'k\udfff': 1 }, { list: [[{ deep: '\udc00x' }]] }]) {
+      const refused = await send(app.url, { method: 'POST', path: '/v1/events', headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(eventBody({ metadata: bad }))) });
+      expect([refused.status, JSON.parse(refused.text).fields]).toEqual([400, ['metadata']]);
+    }
+    const metadata = { note: 'a\u0000b\ud83d\ude00', 'k\u0000': ['\u0001'] };
     const kept = Buffer.from(JSON.stringify(eventBody({ metadata })));
     const answer3 = await send(app.url, { method: 'POST', path: '/v1/events', headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' }, body: kept });
     expect(answer3.status).toBe(201);

@@ -45,17 +45,36 @@ const optionalText = (max: number) =>
 const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** Whether any string in a JSON value, keys included, holds an unpaired UTF-16 surrogate. Iterative, as above. */
+export function holdsUnpairedSurrogate(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const current = stack.pop();
+    if (typeof current === 'string') {
+      if (!current.isWellFormed()) return true;
+    } else if (typeof current === 'object' && current !== null) {
+      for (const [key, child] of Object.entries(current)) {
+        if (!key.isWellFormed()) return true;
+        stack.push(child);
+      }
+    }
+  }
+  return false;
+}
+
 /**
- * Metadata: any JSON object, kept exactly. `z.record` would rebuild the object and drop a `__proto__`
+ * Metadata: any JSON object, kept exactly (but for unpaired surrogates: the ledger hashes events as RFC
+ * 8785 canonical JSON, which cannot represent them). `z.record` would rebuild the object and drop a `__proto__`
  * key, so the object is checked and passed through as received. One custom schema with one predicate:
  * a refinement would be a derived schema that openapi generation walks back to its undocumented parent.
  */
 export const ZMetadata = z
-  .custom<Record<string, unknown>>((value) => isJsonObject(value) && !nestsDeeperThan(value, LIMITS.metadataDepth), {
-    error: (issue) =>
-      isJsonObject(issue.input)
-        ? `must not nest objects or arrays more than ${LIMITS.metadataDepth} levels deep`
-        : 'must be a JSON object',
+  .custom<Record<string, unknown>>((value) => isJsonObject(value) && !nestsDeeperThan(value, LIMITS.metadataDepth) && !holdsUnpairedSurrogate(value), {
+    error: (issue) => {
+      if (!isJsonObject(issue.input)) return 'must be a JSON object';
+      if (nestsDeeperThan(issue.input, LIMITS.metadataDepth)) return `must not nest objects or arrays more than ${LIMITS.metadataDepth} levels deep`;
+      return 'must be well-formed Unicode (a string in it has an unpaired surrogate)';
+    },
   })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
