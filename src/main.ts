@@ -2,6 +2,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config/env';
 import { connectDatabase, DatabaseStartError } from './db/connect';
 import { systemClock } from './domain/time';
@@ -9,6 +10,7 @@ import { createHttpApp } from './http/app';
 import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
+import { loadOrCreateSigningKey, SigningKeyError } from './ledger/signingKey';
 
 /** A host as it appears in a URL: IPv6 addresses in brackets. */
 function hostForUrl(host: string): string {
@@ -18,8 +20,13 @@ function hostForUrl(host: string): string {
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  const ledgerName = config.ledgerName ?? `${new URL(config.publicUrl ?? `http://localhost:${config.port}`).host}/ledger`;
+  const keyFile = config.ledgerKeyFile ?? join(config.dataDir, 'ledger-signing-key');
+  const { signer, created } = loadOrCreateSigningKey(keyFile, ledgerName);
   const database = await connectDatabase(config, log);
-  const services = await createServices(database.db, config, systemClock, log);
+  const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs } }, systemClock, log);
+  services.ledger.start();
+  log.info({ keyFile, created, verifierKey: signer.text }, `Ledger verifier key (pin it to verify checkpoints offline): ${signer.text}`);
   const { listener, metrics } = createHttpApp(services, {
     defaultMetrics: true,
     publicUrl: config.publicUrl,
@@ -68,6 +75,7 @@ async function main(): Promise<void> {
     server.closeIdleConnections();
     metricsServer.close();
     await services.ingest.stop();
+    await services.ledger.stop();
     await database.close();
     process.exit(0);
   };
@@ -76,7 +84,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DatabaseStartError) {
+  if (error instanceof ConfigError || error instanceof DatabaseStartError || error instanceof SigningKeyError) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(`Audit Ledger failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

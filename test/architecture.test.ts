@@ -9,9 +9,10 @@ const SRC = join(__dirname, '..', 'src');
 
 /** What each layer may not import. `domain` is pure; nothing below `http` knows about HTTP. */
 const FORBIDDEN: Record<string, string[]> = {
-  domain: ['config', 'db', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
-  config: ['db', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
-  db: ['ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  domain: ['config', 'db', 'ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  config: ['db', 'ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  db: ['ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  ledger: ['ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
   ingest: ['services', 'trpc', 'http', 'cli', 'dashboard'],
   export: ['services', 'trpc', 'http', 'cli', 'dashboard'],
   services: ['trpc', 'http', 'cli', 'dashboard'],

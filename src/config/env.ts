@@ -36,6 +36,9 @@ const ZEnv = z.object({
   BATCH_MAX_EVENTS: positive.max(10_000).default(1000),
   BATCH_MAX_BYTES: positive.max(64 * 1024 * 1024).default(5 * 1024 * 1024),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().max(24 * 365).default(24),
+  LEDGER_NAME: z.string().regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, 'must be printable ASCII without spaces or +, e.g. ledger.example.com').optional(),
+  LEDGER_SIGNING_KEY_FILE: z.string().min(1).optional(),
+  LEDGER_CHECKPOINT_INTERVAL_MS: positive.min(10).max(3_600_000).default(1000),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -94,6 +97,11 @@ export interface Config {
   dbTimeoutMs: number;
   /** How long an Idempotency-Key is remembered. */
   idempotencyTtlMs: number;
+  /** The ledger's key name; unset: the host and port of PUBLIC_URL (or localhost:PORT), then `/ledger`. */
+  ledgerName: string | undefined;
+  /** The signing key's file; unset: `<DATA_DIR>/ledger-signing-key`, created at first start. */
+  ledgerKeyFile: string | undefined;
+  ledgerIntervalMs: number;
   limits: Limits;
 }
 
@@ -127,6 +135,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: e.METRICS_HOST,
     dbTimeoutMs: e.DB_TIMEOUT_MS,
     idempotencyTtlMs: Math.round(e.IDEMPOTENCY_TTL_HOURS * 3_600_000),
+    ledgerName: e.LEDGER_NAME,
+    ledgerKeyFile: e.LEDGER_SIGNING_KEY_FILE,
+    ledgerIntervalMs: e.LEDGER_CHECKPOINT_INTERVAL_MS,
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,

@@ -1,6 +1,8 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
-import type { AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, OrgDoc, SessionDoc } from './documents';
+import type {
+  AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerTileDoc, OrgDoc, SessionDoc,
+} from './documents';
 
 export interface Collections {
   events: Collection<EventDoc>;
@@ -12,6 +14,8 @@ export interface Collections {
   /** A handful of documents, one per running instance, read whole at each heartbeat: no index needed. */
   instances: Collection<InstanceDoc>;
   idempotencyClaims: Collection<IdempotencyClaimDoc>;
+  ledgerTiles: Collection<LedgerTileDoc>;
+  ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -24,6 +28,8 @@ export function collections(db: Db): Collections {
     authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),
     instances: db.collection<InstanceDoc>('instances'),
     idempotencyClaims: db.collection<IdempotencyClaimDoc>('idempotency_keys'),
+    ledgerTiles: db.collection<LedgerTileDoc>('ledger_tiles'),
+    ledgerCheckpoints: db.collection<LedgerCheckpointDoc>('ledger_checkpoints'),
   };
 }
 
@@ -66,6 +72,10 @@ const SESSION_INDEXES: IndexDescription[] = [
 // (no TTL index: FerretDB 1.24 does not implement them).
 const IDEMPOTENCY_INDEXES: IndexDescription[] = [{ key: { expires_at: 1 }, name: 'expires_at' }];
 
+// Tiles are read by `_id` only (it names the tenant, the position and the width).
+// An organization's newest checkpoint, and the one of a given size.
+const CHECKPOINT_INDEXES: IndexDescription[] = [{ key: { tenant: 1, size: -1 }, name: 'tenant_size' }];
+
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
   { key: { bucket: 1, at: 1 }, name: 'bucket_at' },
@@ -81,6 +91,7 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   sessions: SESSION_INDEXES,
   auth_attempts: AUTH_ATTEMPT_INDEXES,
   idempotency_keys: IDEMPOTENCY_INDEXES,
+  ledger_checkpoints: CHECKPOINT_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -92,4 +103,5 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of SESSION_INDEXES) await c.sessions.createIndexes([spec]);
   for (const spec of AUTH_ATTEMPT_INDEXES) await c.authAttempts.createIndexes([spec]);
   for (const spec of IDEMPOTENCY_INDEXES) await c.idempotencyClaims.createIndexes([spec]);
+  for (const spec of CHECKPOINT_INDEXES) await c.ledgerCheckpoints.createIndexes([spec]);
 }

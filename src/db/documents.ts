@@ -1,4 +1,5 @@
 /** Stored document shapes and the mapping from a stored event to its API form. */
+import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
 import type { TEvent } from '../domain/event';
 
@@ -142,6 +143,33 @@ export interface IdempotencyClaimDoc {
   received_at: Date;
   api_key_id: string;
   expires_at: Date;
+}
+
+/**
+ * A tile of an organization's Merkle tree (C2SP tlog-tiles layout): up to 256 consecutive hashes of
+ * one level of the tile tree (level 0: leaf hashes; level L: roots of complete 256^L-leaf subtrees).
+ * Written once under an id that includes its width, so writers never overwrite each other: a partial
+ * tile at the tree's right edge is written again, wider, as the tree grows.
+ */
+export interface LedgerTileDoc {
+  /** `<tenant>/<level>/<index>/<width, 3 digits>`. */
+  _id: string;
+  tenant: string;
+  /** The width × 32 bytes of the hashes. */
+  hashes: Binary;
+}
+
+/** A signed checkpoint of an organization's log; the same tree gives the same document, whoever signs it. */
+export interface LedgerCheckpointDoc {
+  /** `<tenant>/<size>`. */
+  _id: string;
+  tenant: string;
+  size: number;
+  /** Base64 of the RFC 6962 root. */
+  root: string;
+  /** The C2SP signed note. */
+  note: string;
+  created_at: Date;
 }
 
 /** One failed sign-in (or one sign-up), counted per account and per client address in a sliding window. */

@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   API_KEY_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
+  CHECKPOINT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
   EVENT_REFUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },

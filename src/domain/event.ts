@@ -3,6 +3,7 @@
  * Field names follow interface.md §2.1 and §4.1 to the letter.
  */
 import { z } from 'zod';
+import { ZLedgerReceipt } from './ledger/schemas';
 import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
 
@@ -171,10 +172,14 @@ export const ZEvent = z
   .meta({ id: 'Event' });
 export type TEvent = z.infer<typeof ZEvent>;
 
-export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZEvent });
+export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZEvent, ledger: ZLedgerReceipt });
 export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
 
-export const ZCreateBatchOutput = z.object({ success: z.literal(true), events: z.array(ZEvent).meta({ description: 'The stored events, in request order' }) });
+export const ZCreateBatchOutput = z.object({
+  success: z.literal(true),
+  events: z.array(ZEvent).meta({ description: 'The stored events, in request order' }),
+  ledger: z.array(ZLedgerReceipt).meta({ description: 'Each event\'s ledger receipt, in the same order' }),
+});
 export type TCreateBatchOutput = z.infer<typeof ZCreateBatchOutput>;
 
 const rangeBound = (bound: 'start' | 'end') =>

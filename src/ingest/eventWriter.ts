@@ -159,6 +159,8 @@ export class EventWriter {
     private readonly log: Logger,
     /** Told about keys found revoked at commit, so authentication stops trusting them at once. */
     private readonly onInactiveKey: (hash: string) => void = () => undefined,
+    /** Told about every event this writer stored, once it is durable (the ledger integrates them). */
+    private readonly onStored: (docs: EventDoc[]) => void = () => undefined,
   ) {}
 
   /**
@@ -349,6 +351,7 @@ export class EventWriter {
         const { p, index } = owners[i] as { p: Pending; index: number };
         p.docs[index] = doc;
       }
+      if (outcome.stored > 0) this.onStored(docs.slice(0, outcome.stored));
       pending = this.settle(placed);
       if (outcome.stop === undefined) return; // all stored, all answered
 

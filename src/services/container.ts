@@ -11,11 +11,13 @@ import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { EventWriter } from '../ingest/eventWriter';
 import { Ingest } from '../ingest/ingest';
+import { Ledger, type LedgerOptions } from '../ledger/ledger';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
 import { AuthThrottle, DEFAULT_THROTTLE, type ThrottlePolicy } from './authThrottle';
 import { EventService } from './events';
+import { LedgerService } from './ledger';
 import { DEFAULT_IDEMPOTENCY_TTL_MS, IdempotentWrites } from './idempotency';
 import { UsageService } from './usage';
 
@@ -27,6 +29,10 @@ export interface Services {
   auth: ApiKeyAuthenticator;
   /** Where events are written: here, or forwarded to the instance that writes their organization. */
   ingest: Ingest;
+  /** Each organization's signed Merkle log of its events. */
+  ledger: Ledger;
+  /** The ledger's read side for the API: key, checkpoints, proofs. */
+  ledgerReads: LedgerService;
   events: EventService;
   /** Writes with an Idempotency-Key (used by `events`; here for its metrics). */
   idempotent: IdempotentWrites;
@@ -40,7 +46,7 @@ export interface Services {
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'planCaps'> & { limits?: Limits; ingestWriters?: number; idempotencyTtlMs?: number },
+  config: Pick<Config, 'planCaps'> & { limits?: Limits; ingestWriters?: number; idempotencyTtlMs?: number; ledger?: LedgerOptions },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -51,7 +57,9 @@ export async function createServices(
   const apiKeys = new ApiKeyRepository(c);
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const forgetKey = (hash: string) => { auth.forget(hash); };
-  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey), log, forgetKey, config.ingestWriters);
+  // Without options (the admin CLI), the ledger serves reads and never signs.
+  const ledger = new Ledger(c, config.ledger ?? { name: 'unsigned', signer: null, intervalMs: 1000 }, log);
+  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey, (docs) => { ledger.stored(docs); }), log, forgetKey, config.ingestWriters);
   const limits = config.limits ?? DEFAULT_LIMITS;
   const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
   const events = new EventService(c, ingest, idempotent, clock, limits);
@@ -63,6 +71,8 @@ export async function createServices(
     apiKeys,
     auth,
     ingest,
+    ledger,
+    ledgerReads: new LedgerService(c, ledger),
     events,
     idempotent,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),

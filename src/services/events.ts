@@ -9,6 +9,7 @@ import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
 import type { Ingest } from '../ingest/ingest';
+import { receiptOf } from '../ledger/ledger';
 import type { ApiKeyPrincipal, Principal } from './auth';
 import { draftsOf, type EventContent, freshStamp, type IdempotentWrites, type WriteKind, type Written } from './idempotency';
 import { ExportSlots } from './exportSlots';
@@ -58,7 +59,8 @@ export class EventService {
     const content = this.contentOf(principal.tenant, input, 'metadata', problems);
     if (problems.length) throw this.metadataTooLarge(problems);
     const { docs, replayed } = await this.store(principal, 'event', [content], key);
-    return { output: { success: true, event: toEvent(docs[0] as EventDoc) }, replayed };
+    const doc = docs[0] as EventDoc;
+    return { output: { success: true, event: toEvent(doc), ledger: receiptOf(doc) }, replayed };
   }
 
   /** Many events, stored all or none toward the caller, in order (README, "Batches"). */
@@ -70,7 +72,7 @@ export class EventService {
     const contents = events.map((input, i) => this.contentOf(principal.tenant, input, `events[${i}].metadata`, problems));
     if (problems.length) throw this.metadataTooLarge(problems);
     const { docs, replayed } = await this.store(principal, 'batch', contents, key);
-    return { output: { success: true, events: docs.map(toEvent) }, replayed };
+    return { output: { success: true, events: docs.map(toEvent), ledger: docs.map(receiptOf) }, replayed };
   }
 
   private store(principal: ApiKeyPrincipal, kind: WriteKind, contents: EventContent[], key: string | undefined): Promise<Written> {

@@ -6,6 +6,7 @@ import { exportEvents } from './events/export';
 import { getEvent } from './events/get';
 import { listEvents } from './events/list';
 import { router } from './init';
+import { eventProof, ledgerCheckpoint, ledgerConsistency, ledgerKey } from './ledger/procedures';
 
 export const appRouter = router({
   events: router({
@@ -14,6 +15,12 @@ export const appRouter = router({
     get: getEvent,
     list: listEvents,
     export: exportEvents,
+    proof: eventProof,
+  }),
+  ledger: router({
+    key: ledgerKey,
+    checkpoint: ledgerCheckpoint,
+    consistency: ledgerConsistency,
   }),
   account: accountRouter,
   dashboard: dashboardRouter,

@@ -2,12 +2,13 @@
  * Starts the real application on port 0 against the test database server, in a database of its own,
  * and offers factories for organizations and keys. Tests talk to it over real HTTP.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import { type Config, DEFAULT_LIMITS, type Limits } from '../../src/config/env';
+import { signerFromSeed } from '../../src/domain/ledger/note';
 import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
 import { queryShapeOf, queryShapeProblem } from './queryShapes';
@@ -16,6 +17,10 @@ import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/ap
 import { createLogger } from '../../src/logger';
 import type { ThrottlePolicy } from '../../src/services/authThrottle';
 import { createServices, type Services } from '../../src/services/container';
+
+/** Every test app signs with this key (name `ledger.test`), as instances of one installation share theirs. */
+export const TEST_LEDGER_SEED = createHash('sha256').update('audit ledger test key').digest();
+export const TEST_LEDGER_SIGNER = signerFromSeed('ledger.test', TEST_LEDGER_SEED);
 
 export const DEFAULT_CAPS: Config['planCaps'] = { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 };
 
@@ -74,6 +79,8 @@ export async function startTestApp(options: {
   dbTimeoutMs?: number;
   /** Another app's database: a second, independent service on the same data (it does not drop it). */
   sharedDbName?: string;
+  /** The ledger's checkpoint interval (default here 200 ms, to keep waits short). */
+  ledgerIntervalMs?: number;
 }): Promise<TestApp> {
   const client = new MongoClient(options.uri ?? mongoUri(), { ...clientOptions(options.dbTimeoutMs ?? 5000), monitorCommands: true });
   // Every query the app sends, checked against the declared indexes when the suite closes it.
@@ -89,7 +96,9 @@ export async function startTestApp(options: {
   const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits }, clock, log, { throttle: options.throttle });
+  const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200 };
+  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits, ledger }, clock, log, { throttle: options.throttle });
+  services.ledger.start();
   const http = createHttpApp(services, options.http);
   const { server, url } = await listenOnFreePort(http.listener);
 
@@ -114,6 +123,7 @@ export async function startTestApp(options: {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
       await services.ingest.idle();
+      await services.ledger.stop();
       if (!options.sharedDbName) await db.dropDatabase().catch(() => undefined);
       await client.close();
       if (queryProblems.size) throw new Error(`queries no declared index serves:\n${[...queryProblems].join('\n')}`);

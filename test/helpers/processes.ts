@@ -1,7 +1,11 @@
 /** Runs the real `src/main.ts` (and the CLI) in child processes, as an operator would. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { privateKeyText } from '../../src/domain/ledger/note';
+import { TEST_LEDGER_SEED, TEST_LEDGER_SIGNER } from './harness';
 import { createInterface } from 'node:readline';
 
 export const ROOT = join(__dirname, '..', '..');
@@ -15,11 +19,21 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** The test apps' ledger key, as a key file the server processes share (as an installation's instances do). */
+function testLedgerKeyFile(): string {
+  const path = join(tmpdir(), `audit-ledger-test-key-${process.pid}`);
+  if (!existsSync(path)) writeFileSync(path, `${privateKeyText(TEST_LEDGER_SIGNER.name, TEST_LEDGER_SEED)}\n`, { mode: 0o600 });
+  return path;
+}
+
 /** Starts `src/main.ts` on a free port and resolves once it logs that it is listening. */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...TSX, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env, PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', LOG_LEVEL: 'info',
+      LEDGER_NAME: TEST_LEDGER_SIGNER.name, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile(), LEDGER_CHECKPOINT_INTERVAL_MS: '200', ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -10,7 +10,7 @@ import type { CommandStartedEvent, Document, IndexDescription } from 'mongodb';
 import { DECLARED_INDEXES } from '../../src/db/database';
 
 /** The collections whose queries are checked, and the field that must be in every events query. */
-const CHECKED = new Set(['events', 'api_keys', 'sessions', 'idempotency_keys']);
+const CHECKED = new Set(['events', 'api_keys', 'sessions', 'idempotency_keys', 'ledger_tiles', 'ledger_checkpoints']);
 const TENANT_FIELD: Record<string, string> = { events: 'tenant' };
 
 export interface QueryShape {

@@ -1,0 +1,298 @@
+/**
+ * The ledger: each organization's events, in sequence order, as the leaves of an RFC 6962 Merkle tree
+ * (leaf index = seq − 1), stored as tiles, with signed checkpoints.
+ *
+ * Integration runs in the background, at most every LEDGER_CHECKPOINT_INTERVAL_MS per organization, on
+ * the instance that writes the organization's events (it is handed them as they are stored; any it
+ * was not handed, written elsewhere or before a restart, it reads back by sequence number). No request
+ * waits for it. The tree is a function of the stored events alone, and every write is an insert of a
+ * document whose id names its content (a tile at a width, a checkpoint at a size): two instances that
+ * integrate the same organization write the same documents, and Ed25519 is deterministic, so they sign
+ * the same checkpoints; the service can never sign two checkpoints that are inconsistent with each other
+ * unless the stored events were changed behind its back, and then it refuses to sign.
+ */
+import { MongoServerError } from 'mongodb';
+import type { Logger } from 'pino';
+import type { TEvent } from '../domain/event';
+import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
+import { consistencyProof, inclusionProof, leafHash, rootHash } from '../domain/ledger/merkle';
+import { checkpointText, type Signer, signNote, type Verifier } from '../domain/ledger/note';
+import type { Collections } from '../db/database';
+import { toEvent, type EventDoc, type LedgerCheckpointDoc, type LedgerTileDoc } from '../db/documents';
+import { describeDbError } from '../db/errors';
+import { entriesAt, TileReader, tileDoc, TILE_WIDTH, subtreeRoot } from './tiles';
+
+const DUPLICATE_KEY = 11000;
+/** Events integrated in one round of one organization; the rest waits for the next round. */
+const MAX_ROUND = 20_000;
+
+export interface LedgerOptions {
+  /** The key name (LEDGER_NAME); an organization's log is `<name>/<organization id>`. */
+  name: string;
+  /** Null where nothing is ever signed (the admin CLI). */
+  signer: Signer | null;
+  intervalMs: number;
+}
+
+/** What a write answers about each event: its place in the log and the hash the leaf commits to. */
+export interface Receipt {
+  leaf_index: number;
+  event_sha256: string;
+}
+
+interface LogState {
+  /** Leaves integrated: the size of the newest checkpoint this instance signed or loaded. */
+  size: number;
+  /** Per tile level, the hashes of the partial tile at the tree's right edge. */
+  edges: Buffer[][];
+  /** Events stored here and not integrated yet, by seq. */
+  pending: Map<number, EventDoc>;
+  /** The highest seq known stored. */
+  head: number;
+  loaded: boolean;
+  busy: Promise<void> | null;
+}
+
+const hashes = new WeakMap<EventDoc, string>();
+
+/** The SHA-256 of the event's canonical JSON, computed once per document object. */
+export function eventHashOf(doc: EventDoc): string {
+  let hash = hashes.get(doc);
+  if (!hash) {
+    hash = eventSha256(toEvent(doc));
+    hashes.set(doc, hash);
+  }
+  return hash;
+}
+
+export function receiptOf(doc: EventDoc): Receipt {
+  return { leaf_index: doc.seq - 1, event_sha256: eventHashOf(doc) };
+}
+
+export function leafHashOf(doc: EventDoc): Buffer {
+  return leafHash(leafBytes(doc.tenant, doc.seq, eventHashOf(doc)));
+}
+
+export function leafHashOfEvent(tenant: string, seq: number, event: TEvent): Buffer {
+  return leafHash(leafBytes(tenant, seq, eventSha256(event)));
+}
+
+export class Ledger {
+  private readonly logs = new Map<string, LogState>();
+  private timer: NodeJS.Timeout | null = null;
+  /** Rounds that failed, and checkpoints refused because the stored tree disagreed (metrics). */
+  readonly stats = { checkpoints: 0, failures: 0, conflicts: 0 };
+
+  constructor(
+    private readonly c: Collections,
+    private readonly options: LedgerOptions,
+    private readonly log: Logger,
+  ) {}
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get verifier(): Verifier | null {
+    return this.options.signer;
+  }
+
+  origin(tenant: string): string {
+    return `${this.options.name}/${tenant}`;
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => { this.tick(); }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the cadence and integrates what was stored here, once. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await Promise.all([...this.logs.keys()].map((tenant) => this.integrate(tenant).catch(() => undefined)));
+  }
+
+  /** Told by the writer about events it stored. */
+  stored(docs: readonly EventDoc[]): void {
+    for (const doc of docs) {
+      const state = this.state(doc.tenant);
+      state.pending.set(doc.seq, doc);
+      if (doc.seq > state.head) state.head = doc.seq;
+    }
+  }
+
+  private state(tenant: string): LogState {
+    let state = this.logs.get(tenant);
+    if (!state) {
+      state = { size: 0, edges: [], pending: new Map(), head: 0, loaded: false, busy: null };
+      this.logs.set(tenant, state);
+    }
+    return state;
+  }
+
+  private tick(): void {
+    for (const [tenant, state] of this.logs) {
+      if (state.head > state.size && !state.busy) void this.integrate(tenant).catch(() => undefined);
+    }
+  }
+
+  /** Integrates whatever is known stored for `tenant` and signs the checkpoint; one round at a time. */
+  integrate(tenant: string): Promise<void> {
+    const state = this.state(tenant);
+    state.busy ??= this.round(tenant, state)
+      .catch((error: unknown) => {
+        this.stats.failures++;
+        state.loaded = false;
+        this.log.error({ tenant, error: describeDbError(error) }, 'ledger integration failed; retried next round');
+        throw error;
+      })
+      .finally(() => {
+        state.busy = null;
+      });
+    return state.busy;
+  }
+
+  private async round(tenant: string, state: LogState): Promise<void> {
+    const signer = this.options.signer;
+    if (!signer) throw new Error('this process has no ledger signing key');
+    const newest = await this.newestCheckpoint(tenant);
+    if (!state.loaded || (newest && newest.size > state.size)) await this.load(tenant, state, newest);
+    if (state.head <= state.size) return;
+
+    const from = state.size;
+    const to = Math.min(state.head, from + MAX_ROUND);
+    const docs = await this.eventsBetween(tenant, state, from, to);
+    const reader = new TileReader(this.c, tenant);
+    const edges = state.edges.map((edge) => [...edge]);
+    const writes: LedgerTileDoc[] = [];
+    let size = from;
+    for (const doc of docs) {
+      size++;
+      let carry = leafHashOf(doc);
+      for (let level = 0; ; level++) {
+        const edge = (edges[level] ??= []);
+        edge.push(carry);
+        if (edge.length < TILE_WIDTH) break;
+        const index = entriesAt(size, level) / TILE_WIDTH - 1;
+        writes.push(tileDoc(tenant, level, index, edge));
+        reader.remember(level, index, edge);
+        carry = subtreeRoot(edge);
+        edges[level] = [];
+      }
+    }
+    edges.forEach((edge, level) => {
+      if (edge.length === 0) return;
+      const index = Math.floor(entriesAt(size, level) / TILE_WIDTH);
+      writes.push(tileDoc(tenant, level, index, edge));
+      reader.remember(level, index, edge);
+    });
+    await this.insertIgnoringDuplicates(writes);
+
+    const root = await rootHash(reader.nodes(size), size);
+    const note = signNote(checkpointText({ origin: this.origin(tenant), size, root }), signer);
+    const checkpoint: LedgerCheckpointDoc = { _id: `${tenant}/${size}`, tenant, size, root: root.toString('base64'), note, created_at: new Date() };
+    try {
+      await this.c.ledgerCheckpoints.insertOne(checkpoint, { writeConcern: { w: 'majority', j: true } });
+      this.stats.checkpoints++;
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
+      // Signed already, by another instance or before a restart: it must be this very tree.
+      const stored = await this.c.ledgerCheckpoints.findOne({ _id: checkpoint._id });
+      if (stored?.root !== checkpoint.root) {
+        this.stats.conflicts++;
+        throw new Error(`the stored checkpoint of size ${size} has another root than the stored events give: run \`ledger audit\``);
+      }
+    }
+    state.size = size;
+    state.edges = edges;
+    for (const seq of [...state.pending.keys()]) if (seq <= size) state.pending.delete(seq);
+  }
+
+  /** Picks up the tree of the newest checkpoint (another instance's, or this one's before a restart). */
+  private async load(tenant: string, state: LogState, newest: LedgerCheckpointDoc | null): Promise<void> {
+    const size = newest?.size ?? 0;
+    const reader = new TileReader(this.c, tenant);
+    const edges: Buffer[][] = [];
+    for (let level = 0; entriesAt(size, level) > 0; level++) {
+      const count = entriesAt(size, level);
+      const width = count % TILE_WIDTH;
+      edges.push(width === 0 ? [] : await reader.tile(level, Math.floor(count / TILE_WIDTH), width));
+    }
+    if (newest && !(await rootHash(reader.nodes(size), size)).equals(Buffer.from(newest.root, 'base64'))) {
+      this.stats.conflicts++;
+      throw new Error(`the stored tiles of ${tenant} do not give the root of its checkpoint ${size}: run \`ledger audit\``);
+    }
+    state.size = size;
+    state.edges = edges;
+    state.loaded = true;
+    if (size > state.head) state.head = size;
+  }
+
+  /** Events (from, to] in order: those handed over, the others read back by sequence number. */
+  private async eventsBetween(tenant: string, state: LogState, from: number, to: number): Promise<EventDoc[]> {
+    const docs: EventDoc[] = [];
+    for (let seq = from + 1; seq <= to; seq++) {
+      const doc = state.pending.get(seq);
+      if (doc) {
+        docs.push(doc);
+        continue;
+      }
+      const missingTo = Math.min(to, seq + 999);
+      const read = await this.c.events.find({ tenant, seq: { $gte: seq, $lte: missingTo } }).sort({ seq: 1 }).toArray();
+      for (const [i, found] of read.entries()) {
+        if (found.seq !== seq + i) throw new Error(`event ${seq + i} of ${tenant} is missing: the sequence has a gap`);
+        docs.push(found);
+      }
+      if (read.length !== missingTo - seq + 1) throw new Error(`events ${seq}-${missingTo} of ${tenant} are not all stored`);
+      seq = missingTo;
+    }
+    return docs;
+  }
+
+  private async insertIgnoringDuplicates(docs: LedgerTileDoc[]): Promise<void> {
+    if (docs.length === 0) return;
+    try {
+      await this.c.ledgerTiles.insertMany(docs, { ordered: false, writeConcern: { w: 'majority', j: true } });
+    } catch (error) {
+      const codes = error instanceof MongoServerError && 'writeErrors' in error ? [error.writeErrors].flat().map((e) => (e as { code?: number }).code) : [];
+      if (codes.length === 0 || codes.some((code) => code !== DUPLICATE_KEY)) throw error;
+    }
+  }
+
+  newestCheckpoint(tenant: string): Promise<LedgerCheckpointDoc | null> {
+    return this.c.ledgerCheckpoints.findOne({ tenant }, { sort: { size: -1 } });
+  }
+
+  checkpointOfSize(tenant: string, size: number): Promise<LedgerCheckpointDoc | null> {
+    return this.c.ledgerCheckpoints.findOne({ tenant, size });
+  }
+
+  /**
+   * The newest checkpoint that includes leaf `index`, waiting up to one interval for the next one,
+   * and integrating here if the instance that should have did not (stopped, or gone).
+   */
+  async checkpointCovering(tenant: string, index: number): Promise<LedgerCheckpointDoc | null> {
+    const deadline = Date.now() + this.options.intervalMs;
+    for (;;) {
+      const newest = await this.newestCheckpoint(tenant);
+      if (newest && newest.size > index) return newest;
+      if (Date.now() >= deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100, this.options.intervalMs)));
+    }
+    if (!this.options.signer) return null;
+    const state = this.state(tenant);
+    if (state.head < index + 1) state.head = index + 1;
+    await this.integrate(tenant);
+    const newest = await this.newestCheckpoint(tenant);
+    return newest && newest.size > index ? newest : null;
+  }
+
+  async inclusion(tenant: string, index: number, size: number): Promise<Buffer[]> {
+    return inclusionProof(new TileReader(this.c, tenant).nodes(size), index, size);
+  }
+
+  async consistency(tenant: string, from: number, to: number): Promise<Buffer[]> {
+    return consistencyProof(new TileReader(this.c, tenant).nodes(to), from, to);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The installation's one ledger signing key. Kept in a file, never in the database: someone who can
+ * write the database must not be able to sign a rewritten history. Generated at first start (mode 0600)
+ * when no file is configured; several instances share it by sharing the file.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parsePrivateKey, privateKeyText, type Signer } from '../domain/ledger/note';
+
+export class SigningKeyError extends Error {
+  override readonly name = 'SigningKeyError';
+}
+
+/** Reads the key at `path`, or creates it there (exclusively: of two instances starting at once, one writes it). */
+export function loadOrCreateSigningKey(path: string, name: string): { signer: Signer; created: boolean } {
+  let created = false;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, `${privateKeyText(name, randomBytes(32))}\n`, { mode: 0o600, flag: 'wx' });
+    created = true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new SigningKeyError(`cannot create the ledger signing key ${path}: ${String(error)}`);
+  }
+  let signer: Signer;
+  try {
+    signer = parsePrivateKey(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new SigningKeyError(`the ledger signing key ${path} cannot be used: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (signer.name !== name) {
+    throw new SigningKeyError(`the ledger signing key ${path} is for ${signer.name}, but LEDGER_NAME is ${name}: set LEDGER_NAME=${signer.name}, or use another key file`);
+  }
+  return { signer, created };
+}

@@ -1,0 +1,76 @@
+/** The ledger's read side: the verifier key, checkpoints, inclusion and consistency proofs, per organization. */
+import { AppError, MESSAGES } from '../domain/errors';
+import { isEventId } from '../domain/event';
+import { leafBytes } from '../domain/ledger/eventHash';
+import type { TCheckpoint, TConsistencyProof, TInclusionProof } from '../domain/ledger/schemas';
+import type { Collections } from '../db/database';
+import type { LedgerCheckpointDoc } from '../db/documents';
+import { EventReader } from '../db/eventReader';
+import { eventHashOf, type Ledger } from '../ledger/ledger';
+import type { Principal } from './auth';
+
+const b64 = (hash: Buffer) => hash.toString('base64');
+
+function checkpointView(ledger: Ledger, doc: LedgerCheckpointDoc): TCheckpoint {
+  return { origin: ledger.origin(doc.tenant), tree_size: doc.size, root_hash: doc.root, checkpoint: doc.note };
+}
+
+function noCheckpoint(message: string, fields?: string[]): AppError {
+  return new AppError('CHECKPOINT_NOT_FOUND', message, fields ? { fields } : {});
+}
+
+export class LedgerService {
+  constructor(
+    private readonly c: Collections,
+    private readonly ledger: Ledger,
+  ) {}
+
+  key(): { key_name: string; verifier_key: string } {
+    const verifier = this.ledger.verifier;
+    if (!verifier) throw new AppError('SERVICE_UNAVAILABLE', 'This process has no ledger key', { retryAfter: 60 });
+    return { key_name: verifier.name, verifier_key: verifier.text };
+  }
+
+  async checkpoint(principal: Principal): Promise<TCheckpoint> {
+    const newest = await this.ledger.newestCheckpoint(principal.tenant);
+    if (!newest) throw noCheckpoint('No checkpoint yet: the organization has no events');
+    return checkpointView(this.ledger, newest);
+  }
+
+  /** A signed checkpoint of exactly `size` leaves, or 404. */
+  private async signedOfSize(tenant: string, size: number, field: string): Promise<LedgerCheckpointDoc> {
+    const found = await this.ledger.checkpointOfSize(tenant, size);
+    if (!found) throw noCheckpoint(`No checkpoint of size ${size} was signed`, [field]);
+    return found;
+  }
+
+  async proof(principal: Principal, id: string, treeSize: number | undefined): Promise<TInclusionProof> {
+    const doc = isEventId(id) ? await new EventReader(this.c, principal.tenant).get(id) : null;
+    if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
+    const index = doc.seq - 1;
+    const checkpoint = treeSize === undefined ? await this.ledger.checkpointCovering(principal.tenant, index) : await this.signedOfSize(principal.tenant, treeSize, 'tree_size');
+    if (!checkpoint) throw noCheckpoint('No checkpoint includes this event yet; retry in a second');
+    if (checkpoint.size <= index) {
+      throw new AppError('VALIDATION_FAILED', `Invalid request: the tree of size ${checkpoint.size} does not include this event (leaf ${index})`, { fields: ['tree_size'] });
+    }
+    const eventSha256 = eventHashOf(doc);
+    const path = await this.ledger.inclusion(principal.tenant, index, checkpoint.size);
+    return {
+      event_id: doc._id,
+      leaf_index: index,
+      tree_size: checkpoint.size,
+      event_sha256: eventSha256,
+      leaf: b64(leafBytes(doc.tenant, doc.seq, eventSha256)),
+      inclusion_path: path.map(b64),
+      checkpoint: checkpoint.note,
+    };
+  }
+
+  async consistency(principal: Principal, from: number, to: number | undefined): Promise<TConsistencyProof> {
+    const target = to === undefined ? await this.ledger.newestCheckpoint(principal.tenant) : await this.signedOfSize(principal.tenant, to, 'to');
+    if (!target) throw noCheckpoint('No checkpoint yet: the organization has no events');
+    if (from > target.size) throw new AppError('VALIDATION_FAILED', `Invalid request: from (${from}) must not be larger than to (${target.size})`, { fields: ['from'] });
+    const proof = await this.ledger.consistency(principal.tenant, from, target.size);
+    return { from, to: target.size, proof: proof.map(b64), checkpoint: target.note };
+  }
+}

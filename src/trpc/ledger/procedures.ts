@@ -1,0 +1,49 @@
+/** The ledger under /v1 and over tRPC: the key, checkpoints and proofs of the caller's organization. */
+import { z } from 'zod';
+import { ZCheckpoint, ZConsistencyInput, ZConsistencyProof, ZInclusionProof, ZLedgerKey, ZProofInput } from '../../domain/ledger/schemas';
+import { apiKeyProcedure } from '../init';
+
+const AUTH = { 401: 'Missing or invalid API key' };
+
+/** GET /v1/ledger/key */
+export const ledgerKey = apiKeyProcedure
+  .meta({ openapi: { method: 'GET', path: '/ledger/key', tags: ['ledger'], summary: 'The verifier key that signs every checkpoint', errorResponses: AUTH } })
+  .input(z.object({}))
+  .output(ZLedgerKey)
+  .query(({ ctx }) => ctx.services.ledgerReads.key());
+
+/** GET /v1/ledger/checkpoint */
+export const ledgerCheckpoint = apiKeyProcedure
+  .meta({
+    openapi: {
+      method: 'GET', path: '/ledger/checkpoint', tags: ['ledger'], summary: 'The newest signed checkpoint of the organization\'s log',
+      errorResponses: { ...AUTH, 404: 'No checkpoint yet (no events)' },
+    },
+  })
+  .input(z.object({}))
+  .output(ZCheckpoint)
+  .query(({ ctx }) => ctx.services.ledgerReads.checkpoint(ctx.principal));
+
+/** GET /v1/events/{id}/proof */
+export const eventProof = apiKeyProcedure
+  .meta({
+    openapi: {
+      method: 'GET', path: '/events/{id}/proof', tags: ['ledger'], summary: 'The inclusion proof of one event, with the checkpoint it verifies against',
+      errorResponses: { ...AUTH, 400: 'tree_size does not include the event', 404: 'Event not found, or no checkpoint of that size' },
+    },
+  })
+  .input(ZProofInput)
+  .output(ZInclusionProof)
+  .query(({ ctx, input }) => ctx.services.ledgerReads.proof(ctx.principal, input.id, input.tree_size));
+
+/** GET /v1/ledger/consistency */
+export const ledgerConsistency = apiKeyProcedure
+  .meta({
+    openapi: {
+      method: 'GET', path: '/ledger/consistency', tags: ['ledger'], summary: 'The consistency proof between two tree sizes of the organization\'s log',
+      errorResponses: { ...AUTH, 400: 'from is larger than to', 404: 'No checkpoint of size `to`' },
+    },
+  })
+  .input(ZConsistencyInput)
+  .output(ZConsistencyProof)
+  .query(({ ctx, input }) => ctx.services.ledgerReads.consistency(ctx.principal, input.from, input.to));
