@@ -36,6 +36,8 @@ describe('creating an event', () => {
         organization_id: org.id,
         api_key_id: org.keyId,
       },
+      // The ledger receipt (issue 11): its place in the organization's log and the hash the leaf commits to.
+      ledger: { leaf_index: expect.any(Number), event_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
     });
   });
 
