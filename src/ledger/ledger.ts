@@ -192,11 +192,8 @@ export class Ledger {
     const root = await rootHash(reader.nodes(size), size);
     const note = signNote(checkpointText({ origin: this.origin(tenant), size, root }), signer);
     const checkpoint: LedgerCheckpointDoc = { _id: `${tenant}/${size}`, tenant, size, root: root.toString('base64'), note, created_at: new Date() };
-    try {
-      await this.c.ledgerCheckpoints.insertOne(checkpoint, { writeConcern: { w: 'majority', j: true } });
-      this.stats.checkpoints++;
-    } catch (error) {
-      if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
+    if (await this.insertCheckpoint(checkpoint)) this.stats.checkpoints++;
+    else {
       // Signed already, by another instance or before a restart: it must be this very tree.
       const stored = await this.c.ledgerCheckpoints.findOne({ _id: checkpoint._id });
       if (stored?.root !== checkpoint.root) {
@@ -207,6 +204,17 @@ export class Ledger {
     state.size = size;
     state.edges = edges;
     for (const seq of [...state.pending.keys()]) if (seq <= size) state.pending.delete(seq);
+  }
+
+  /** False when a checkpoint of that size exists already. */
+  private async insertCheckpoint(checkpoint: LedgerCheckpointDoc): Promise<boolean> {
+    try {
+      await this.c.ledgerCheckpoints.insertOne(checkpoint, { writeConcern: { w: 'majority', j: true } });
+      return true;
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
+      throw error;
+    }
   }
 
   /** Picks up the tree of the newest checkpoint (another instance's, or this one's before a restart). */

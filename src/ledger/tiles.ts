@@ -69,7 +69,7 @@ export class TileReader {
     const ids = width === TILE_WIDTH ? [tileId(this.tenant, level, index, width)] : [tileId(this.tenant, level, index, width), tileId(this.tenant, level, index, TILE_WIDTH)];
     for (const id of ids) {
       const doc = await this.c.ledgerTiles.findOne({ _id: id });
-      if (doc) return split((doc.hashes as Binary).buffer).slice(0, width);
+      if (doc) return split(doc.hashes.buffer).slice(0, width);
     }
     throw new Error(`ledger tile ${tileId(this.tenant, level, index, width)} is missing`);
   }
