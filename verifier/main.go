@@ -1,0 +1,202 @@
+// Command verifier checks an Audit Ledger server's log with independent code: Go's signed-note
+// verifier (golang.org/x/mod/sumdb/note), transparency-dev's checkpoint parser and RFC 6962 proof
+// verification. It fetches the verifier key, the newest checkpoint, the inclusion proof of each of
+// the organization's newest events and, given an older checkpoint, the consistency proof from it.
+//
+//	go run . -url http://localhost:3000 -key alk_… [-events 50] [-old old.checkpoint] [-save new.checkpoint]
+//
+// It prints one line per check and exits 1 on any failure.
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+var (
+	baseURL = flag.String("url", "", "the server, e.g. http://localhost:3000")
+	apiKey  = flag.String("key", "", "an API key of the organization")
+	count   = flag.Int("events", 50, "how many of the newest events to prove")
+	oldFile = flag.String("old", "", "a checkpoint (signed note) saved earlier: prove the log grew from it")
+	save    = flag.String("save", "", "where to save the newest checkpoint")
+)
+
+var failed bool
+
+func check(ok bool, format string, args ...any) {
+	if ok {
+		fmt.Printf("ok    "+format+"\n", args...)
+	} else {
+		failed = true
+		fmt.Printf("FAIL  "+format+"\n", args...)
+	}
+}
+
+func get(path string, query url.Values, out any) error {
+	u := strings.TrimSuffix(*baseURL, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+*apiKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", path, res.StatusCode, body)
+	}
+	return json.Unmarshal(body, out)
+}
+
+func decodeAll(in []string) ([][]byte, error) {
+	out := make([][]byte, len(in))
+	for i, s := range in {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+func main() {
+	flag.Parse()
+	if *baseURL == "" || *apiKey == "" {
+		fmt.Fprintln(os.Stderr, "usage: verifier -url URL -key KEY [-events N] [-old FILE] [-save FILE]")
+		os.Exit(2)
+	}
+	if err := run(); err != nil {
+		fmt.Printf("FAIL  %v\n", err)
+		os.Exit(1)
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var key struct {
+		KeyName     string `json:"key_name"`
+		VerifierKey string `json:"verifier_key"`
+	}
+	if err := get("/v1/ledger/key", nil, &key); err != nil {
+		return err
+	}
+	verifier, err := note.NewVerifier(key.VerifierKey)
+	if err != nil {
+		return fmt.Errorf("verifier key: %w", err)
+	}
+	check(verifier.Name() == key.KeyName, "verifier key %s parses, for key name %s", key.VerifierKey, key.KeyName)
+
+	var newest struct {
+		Origin     string `json:"origin"`
+		TreeSize   uint64 `json:"tree_size"`
+		RootHash   string `json:"root_hash"`
+		Checkpoint string `json:"checkpoint"`
+	}
+	if err := get("/v1/ledger/checkpoint", nil, &newest); err != nil {
+		return err
+	}
+	check(strings.HasPrefix(newest.Origin, key.KeyName+"/"), "origin %s belongs to the key %s", newest.Origin, key.KeyName)
+	cp, _, _, err := log.ParseCheckpoint([]byte(newest.Checkpoint), newest.Origin, verifier)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	check(cp.Size == newest.TreeSize && base64.StdEncoding.EncodeToString(cp.Hash) == newest.RootHash,
+		"checkpoint of size %d is signed by the key and matches the answer's size and root", cp.Size)
+
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := get("/v1/events", url.Values{"limit": {fmt.Sprint(*count)}}, &page); err != nil {
+		return err
+	}
+	for _, event := range page.Data {
+		var p struct {
+			EventID       string   `json:"event_id"`
+			LeafIndex     uint64   `json:"leaf_index"`
+			TreeSize      uint64   `json:"tree_size"`
+			EventSHA256   string   `json:"event_sha256"`
+			Leaf          string   `json:"leaf"`
+			InclusionPath []string `json:"inclusion_path"`
+			Checkpoint    string   `json:"checkpoint"`
+		}
+		if err := get("/v1/events/"+url.PathEscape(event.ID)+"/proof", url.Values{"tree_size": {fmt.Sprint(cp.Size)}}, &p); err != nil {
+			check(false, "proof of %s: %v", event.ID, err)
+			continue
+		}
+		leaf, err := base64.StdEncoding.DecodeString(p.Leaf)
+		if err != nil {
+			check(false, "leaf of %s: %v", event.ID, err)
+			continue
+		}
+		var fields struct {
+			EventSHA256 string `json:"event_sha256"`
+			Org         string `json:"org"`
+			Seq         uint64 `json:"seq"`
+			V           int    `json:"v"`
+		}
+		decoder := json.NewDecoder(bytes.NewReader(leaf))
+		decoder.DisallowUnknownFields()
+		leafOK := decoder.Decode(&fields) == nil && fields.EventSHA256 == p.EventSHA256 && fields.Seq == p.LeafIndex+1 && fields.V == 1 &&
+			newest.Origin == key.KeyName+"/"+fields.Org
+		path, err := decodeAll(p.InclusionPath)
+		inclusionOK := err == nil && p.Checkpoint == newest.Checkpoint &&
+			proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, cp.Hash) == nil
+		check(leafOK && inclusionOK, "event %s is leaf %d of the signed tree of %d", p.EventID, p.LeafIndex, cp.Size)
+	}
+
+	if *oldFile != "" {
+		old, err := os.ReadFile(*oldFile)
+		if err != nil {
+			return err
+		}
+		before, _, _, err := log.ParseCheckpoint(old, newest.Origin, verifier)
+		if err != nil {
+			return fmt.Errorf("saved checkpoint: %w", err)
+		}
+		var c struct {
+			From  uint64   `json:"from"`
+			To    uint64   `json:"to"`
+			Proof []string `json:"proof"`
+		}
+		if err := get("/v1/ledger/consistency", url.Values{"from": {fmt.Sprint(before.Size)}, "to": {fmt.Sprint(cp.Size)}}, &c); err != nil {
+			return err
+		}
+		hashes, err := decodeAll(c.Proof)
+		check(err == nil && c.From == before.Size && c.To == cp.Size &&
+			proof.VerifyConsistency(rfc6962.DefaultHasher, before.Size, cp.Size, hashes, before.Hash, cp.Hash) == nil,
+			"the tree of %d is an extension of the saved tree of %d", cp.Size, before.Size)
+	}
+	if *save != "" {
+		if err := os.WriteFile(*save, []byte(newest.Checkpoint), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
