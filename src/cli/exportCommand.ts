@@ -12,12 +12,15 @@ export interface ExportOptions {
   filters: Record<string, string | undefined>;
   json: boolean;
   quiet: boolean;
+  /** Also write the proofs sidecar (GET /v1/ledger/proofs with the same filters) to this file. */
+  proofs: string | undefined;
 }
 
 export interface ExportSummary extends Record<string, unknown> {
   format: string;
   bytes: number;
   out: string | null;
+  proofs: string | null;
 }
 
 export async function runExport(options: ExportOptions): Promise<ExportSummary> {
@@ -60,5 +63,15 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
   const sink: Writable = options.out ? createWriteStream(options.out) : process.stdout;
   await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), progress, sink, { end: Boolean(options.out) });
   if (!options.quiet) report(true);
-  return { format, bytes, out: options.out ?? null };
+  if (options.proofs) await writeProofs(options, options.proofs);
+  return { format, bytes, out: options.out ?? null, proofs: options.proofs ?? null };
+}
+
+/** Fetched after the export, so its checkpoint includes every exported event (the route waits for one that does). */
+async function writeProofs(options: ExportOptions, path: string): Promise<void> {
+  const url = new URL('/v1/ledger/proofs', options.url);
+  for (const [name, value] of Object.entries(options.filters)) if (value !== undefined) url.searchParams.set(name, value);
+  const response = await fetch(url, { headers: { Authorization: `Bearer ${options.key}` } });
+  if (!response.ok || !response.body) throw new Error(`Proofs failed: HTTP ${response.status} ${await response.text()}`);
+  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), createWriteStream(path));
 }

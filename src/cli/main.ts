@@ -12,6 +12,7 @@ import { createLogger } from '../logger';
 import { createServices, type Services } from '../services/container';
 import { runExport } from './exportCommand';
 import { runImport } from './importCommand';
+import { runVerify } from './verifyCommand';
 
 const DEFAULT_IMPORT_BATCH = 500;
 
@@ -24,6 +25,9 @@ const USAGE = `Usage: npm run cli -- <command> [options] [--json]
   key revoke KEY_ID
   export --url URL --key KEY [--format json|csv] [--actor-id ID] [--action A] [--resource-type T]
          [--resource-id ID] [--organization-id ORG] [--start-date D] [--end-date D] [--out FILE]
+         [--with-proofs [--proofs FILE]]   also the ledger's proofs sidecar (default: OUT.proofs.json)
+  verify --verifier-key VKEY --events export.json --proofs proofs.json [--state FILE] [--url URL --key KEY]
+         checks a JSON export offline against the signed checkpoint; exit code 1 on any failure
   import --url URL --key KEY [--batch-size N] [--state FILE] FILE|-
          JSON Lines, one create body per line; exactly once, resumable: run it again after an
          interruption. Refused lines are reported with their numbers (exit code 1 if any).
@@ -53,6 +57,10 @@ const OPTIONS = {
   'start-date': { type: 'string' },
   'end-date': { type: 'string' },
   'batch-size': { type: 'string' },
+  'with-proofs': { type: 'boolean' },
+  proofs: { type: 'string' },
+  events: { type: 'string' },
+  'verifier-key': { type: 'string' },
   state: { type: 'string' },
 } as const;
 
@@ -139,6 +147,7 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
     }
     default:
       if (group === 'export') {
+        if (values['with-proofs'] && !values.out) throw new UsageError('--with-proofs needs --out FILE');
         const summary = await runExport({
           url: need(values, 'url'),
           key: need(values, 'key'),
@@ -155,8 +164,17 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
             end_date: values['end-date'],
           },
           json: Boolean(values.json),
+          proofs: values['with-proofs'] ? (values.proofs ?? (values.out ? `${values.out}.proofs.json` : undefined)) : undefined,
         });
-        return { json: summary, text: summary.out ? `Wrote ${summary.bytes} bytes to ${summary.out}` : '' };
+        const wrote = summary.out ? `Wrote ${summary.bytes} bytes to ${summary.out}${summary.proofs ? ` and the proofs to ${summary.proofs}` : ''}` : '';
+        return { json: summary, text: wrote };
+      }
+      if (group === 'verify') {
+        const verifierKey = values['verifier-key'];
+        if (!verifierKey || !values.events || !values.proofs) throw new UsageError('verify needs --verifier-key, --events and --proofs');
+        const summary = await runVerify({ verifierKey, events: values.events, proofs: values.proofs, state: values.state, url: values.url, key: values.key });
+        const text = [...summary.verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'}  ${v.check}`), summary.ok ? 'VERIFIED' : 'NOT VERIFIED'].join('\n');
+        return { json: summary, text, exitCode: summary.ok ? 0 : 1 };
       }
       if (group === 'import') {
         if (!verb || arg) throw new UsageError('import needs one FILE (or - for stdin)');

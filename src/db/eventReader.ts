@@ -70,6 +70,12 @@ export class EventReader {
     return this.c.events.findOne({ _id: id, tenant: this.tenant });
   }
 
+  /** The newest event's sequence number (0: none), read through the (tenant, seq) index. */
+  async newestSeq(): Promise<number> {
+    const newest = await this.c.events.findOne({ tenant: this.tenant }, { sort: { seq: -1 }, projection: { seq: 1 } });
+    return newest?.seq ?? 0;
+  }
+
   /** Those of `ids` that are stored, by id. */
   async getMany(ids: string[]): Promise<Map<string, EventDoc>> {
     if (ids.length === 0) return new Map();

@@ -3,7 +3,7 @@
  * Field names follow interface.md §2.1 and §4.1 to the letter.
  */
 import { z } from 'zod';
-import { ZLedgerReceipt } from './ledger/schemas';
+import { ZLedgerReceipt } from './ledger/receipt';
 import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
 

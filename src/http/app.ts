@@ -11,6 +11,7 @@ import { dashboardAssets } from './dashboardAssets';
 import { docsPage } from './docsPage';
 import { errorHandling } from './errorHandling';
 import { apiKeyExportAuth, exportRoute } from './exportRoute';
+import { proofsRoute } from './proofsRoute';
 import { forwardRoute } from './forwardRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
@@ -70,6 +71,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
     ctx.body = openapi;
   });
   routes.get('/v1/events/export', exportRoute(services, metrics, apiKeyExportAuth(services)));
+  routes.get('/v1/ledger/proofs', proofsRoute(services, apiKeyExportAuth(services)));
   // The dashboard's download: the same export, with the session cookie as the way in (never on /v1).
   routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services, secureCookies)));
   // The ledger is append-only: no interface changes or deletes an event.

@@ -7,6 +7,7 @@ import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
 import { DASHBOARD_ONLY_CODES, ERROR_CODES, type ErrorCode, ZErrorBody } from '../domain/errors';
 import { ZEvent, ZExportEventsInput } from '../domain/event';
+import { ZProofsQuery, ZProofsSidecar } from '../domain/ledger/schemas';
 import { appRouter } from '../trpc/router';
 import { REST_OPERATIONS, REST_PREFIX } from './restApi';
 
@@ -44,6 +45,23 @@ export function buildOpenApiDocument(): OpenAPIObject {
             },
             400: { description: 'Invalid filter or format', content: errorContent },
             401: { description: 'Missing or invalid API key', content: errorContent },
+          },
+        },
+      },
+      '/ledger/proofs': {
+        get: {
+          operationId: 'ledger-proofs',
+          summary: 'The inclusion proof of every event an export with the same filters returns',
+          description:
+            'Streams one checkpoint and, in the export\'s order, each event\'s leaf index and RFC 6962 inclusion path in that checkpoint\'s tree: the sidecar to keep beside a JSON export (`npm run cli -- verify` checks both offline).',
+          tags: ['ledger'],
+          security: [{ Authorization: [] }],
+          requestParams: { query: ZProofsQuery },
+          responses: {
+            200: { description: 'The sidecar (Content-Disposition: attachment)', content: { 'application/json': { schema: ZProofsSidecar } } },
+            400: { description: 'Invalid filter or tree_size', content: errorContent },
+            401: { description: 'Missing or invalid API key', content: errorContent },
+            404: { description: 'No checkpoint of that size, or none yet', content: errorContent },
           },
         },
       },

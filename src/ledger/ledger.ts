@@ -15,7 +15,7 @@ import { MongoServerError } from 'mongodb';
 import type { Logger } from 'pino';
 import type { TEvent } from '../domain/event';
 import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
-import { consistencyProof, inclusionProof, leafHash, rootHash } from '../domain/ledger/merkle';
+import { consistencyProof, inclusionProof, leafHash, type NodeSource, rootHash } from '../domain/ledger/merkle';
 import { checkpointText, type Signer, signNote, type Verifier } from '../domain/ledger/note';
 import type { Collections } from '../db/database';
 import { toEvent, type EventDoc, type LedgerCheckpointDoc, type LedgerTileDoc } from '../db/documents';
@@ -294,6 +294,11 @@ export class Ledger {
     await this.integrate(tenant);
     const newest = await this.newestCheckpoint(tenant);
     return newest && newest.size > index ? newest : null;
+  }
+
+  /** The tree of `size` leaves of `tenant`'s log, for many proofs in a row. */
+  nodes(tenant: string, size: number): NodeSource {
+    return new TileReader(this.c, tenant).nodes(size);
   }
 
   async inclusion(tenant: string, index: number, size: number): Promise<Buffer[]> {

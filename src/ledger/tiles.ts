@@ -74,19 +74,30 @@ export class TileReader {
     throw new Error(`ledger tile ${tileId(this.tenant, level, index, width)} is missing`);
   }
 
-  /** The complete-subtree hashes of the tree of `size` leaves. */
+  /** The complete-subtree hashes of the tree of `size` leaves (remembered: neighbouring proofs share most of theirs). */
   nodes(size: number): NodeSource {
-    return async (level, index) => {
-      const tileLevel = Math.floor(level / TILE_HEIGHT);
-      const height = level % TILE_HEIGHT;
-      const first = index * 2 ** height;
-      const tileIndex = Math.floor(first / TILE_WIDTH);
-      const width = Math.min(TILE_WIDTH, entriesAt(size, tileLevel) - tileIndex * TILE_WIDTH);
-      const offset = first - tileIndex * TILE_WIDTH;
-      if (offset + 2 ** height > width) throw new RangeError(`node (${level}, ${index}) is not complete in a tree of ${size}`);
-      const hashes = await this.tile(tileLevel, tileIndex, width);
-      return subtreeRoot(hashes.slice(offset, offset + 2 ** height));
+    const known = new Map<string, Promise<Buffer>>();
+    return (level, index) => {
+      const key = `${level}/${index}`;
+      let hash = known.get(key);
+      if (!hash) {
+        hash = this.node(size, level, index);
+        known.set(key, hash);
+      }
+      return hash;
     };
+  }
+
+  private async node(size: number, level: number, index: number): Promise<Buffer> {
+    const tileLevel = Math.floor(level / TILE_HEIGHT);
+    const height = level % TILE_HEIGHT;
+    const first = index * 2 ** height;
+    const tileIndex = Math.floor(first / TILE_WIDTH);
+    const width = Math.min(TILE_WIDTH, entriesAt(size, tileLevel) - tileIndex * TILE_WIDTH);
+    const offset = first - tileIndex * TILE_WIDTH;
+    if (offset + 2 ** height > width) throw new RangeError(`node (${level}, ${index}) is not complete in a tree of ${size}`);
+    const hashes = await this.tile(tileLevel, tileIndex, width);
+    return subtreeRoot(hashes.slice(offset, offset + 2 ** height));
   }
 }
 

@@ -72,7 +72,7 @@ export async function createServices(
     auth,
     ingest,
     ledger,
-    ledgerReads: new LedgerService(c, ledger),
+    ledgerReads: new LedgerService(c, ledger, events),
     events,
     idempotent,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),

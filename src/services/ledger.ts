@@ -2,7 +2,11 @@
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId } from '../domain/event';
 import { leafBytes } from '../domain/ledger/eventHash';
-import type { TCheckpoint, TConsistencyProof, TInclusionProof } from '../domain/ledger/schemas';
+import type { TCheckpoint, TConsistencyProof, TInclusionProof, TSidecarProof } from '../domain/ledger/schemas';
+import { inclusionProof } from '../domain/ledger/merkle';
+import type { TEventFilters } from '../domain/event';
+import type { EventDoc } from '../db/documents';
+import type { EventService } from './events';
 import type { Collections } from '../db/database';
 import type { LedgerCheckpointDoc } from '../db/documents';
 import { EventReader } from '../db/eventReader';
@@ -23,6 +27,7 @@ export class LedgerService {
   constructor(
     private readonly c: Collections,
     private readonly ledger: Ledger,
+    private readonly events: EventService,
   ) {}
 
   key(): { key_name: string; verifier_key: string } {
@@ -64,6 +69,32 @@ export class LedgerService {
       inclusion_path: path.map(b64),
       checkpoint: checkpoint.note,
     };
+  }
+
+  /**
+   * The proofs sidecar of an export with these filters: the checkpoint (of `treeSize`, or the newest
+   * once it includes every event stored when this was called) and, for each event the same export
+   * returns, in the same order, its inclusion path in that tree. Holds an export slot while it streams.
+   */
+  async proofs(principal: Principal, filters: TEventFilters, treeSize: number | undefined): Promise<{ checkpoint: LedgerCheckpointDoc; proofs: AsyncGenerator<TSidecarProof> }> {
+    let checkpoint: LedgerCheckpointDoc | null;
+    if (treeSize !== undefined) checkpoint = await this.signedOfSize(principal.tenant, treeSize, 'tree_size');
+    else {
+      const head = await new EventReader(this.c, principal.tenant).newestSeq();
+      if (head === 0) throw noCheckpoint('No checkpoint yet: the organization has no events');
+      checkpoint = await this.ledger.checkpointCovering(principal.tenant, head - 1);
+      if (!checkpoint) throw noCheckpoint('No checkpoint includes the newest events yet; retry in a second');
+    }
+    const docs = await this.events.export(principal, filters);
+    const size = checkpoint.size;
+    const nodes = this.ledger.nodes(principal.tenant, size);
+    async function* prove(): AsyncGenerator<TSidecarProof> {
+      for await (const doc of docs as AsyncIterable<EventDoc>) {
+        const index = doc.seq - 1;
+        yield { event_id: doc._id, leaf_index: index, inclusion_path: index < size ? (await inclusionProof(nodes, index, size)).map(b64) : null };
+      }
+    }
+    return { checkpoint, proofs: prove() };
   }
 
   async consistency(principal: Principal, from: number, to: number | undefined): Promise<TConsistencyProof> {

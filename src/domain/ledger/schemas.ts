@@ -1,18 +1,10 @@
-/** The ledger's API shapes: defined once, for the router, openapi.json and the clients. */
+/** The ledger's API shapes: defined once, for the router, openapi.json and the clients (the write receipt: `./receipt.ts`). */
 import { z } from 'zod';
+import { ZEventFilters } from '../event';
 import { text } from '../text';
 
 const base64Hash = z.string().meta({ description: 'A 32-byte SHA-256 hash, standard base64' });
 const size = (what: string) => z.number({ error: 'must be a whole number' }).int('must be a whole number').min(0, 'must not be negative').meta({ description: what });
-
-/** What a write answers for each event: where it is in the log and what the leaf commits to. */
-export const ZLedgerReceipt = z
-  .object({
-    leaf_index: z.number().int().meta({ description: 'The event\'s leaf in its organization\'s log: its sequence number − 1' }),
-    event_sha256: z.string().meta({ description: 'Lowercase hex SHA-256 of the RFC 8785 canonical JSON of the event as GET /v1/events/{id} returns it' }),
-  })
-  .meta({ id: 'LedgerReceipt' });
-export type TLedgerReceipt = z.infer<typeof ZLedgerReceipt>;
 
 export const ZLedgerKey = z.object({
   key_name: z.string().meta({ description: 'LEDGER_NAME: the signed notes\' key name' }),
@@ -46,6 +38,23 @@ export const ZInclusionProof = z
   })
   .meta({ id: 'InclusionProof' });
 export type TInclusionProof = z.infer<typeof ZInclusionProof>;
+
+/** GET /v1/ledger/proofs: the export's filters, and the checkpoint to prove against (query strings). */
+export const ZProofsQuery = ZEventFilters.extend({
+  tree_size: text({ error: 'must be a whole number' })
+    .regex(/^(0|[1-9][0-9]{0,14})$/, 'must be a whole number')
+    .transform(Number)
+    .optional()
+    .meta({ description: 'The size of a checkpoint the service signed; default: the newest, once it includes every event stored when the request came' }),
+});
+
+/** One event's entry in the proofs sidecar; `inclusion_path` is null for an event stored after the checkpoint. */
+export const ZSidecarProof = z.object({ event_id: z.string(), leaf_index: z.number().int(), inclusion_path: z.array(base64Hash).nullable() });
+export type TSidecarProof = z.infer<typeof ZSidecarProof>;
+
+/** The proofs sidecar of an export: one checkpoint, and every exported event's inclusion path in its tree. */
+export const ZProofsSidecar = z.object({ checkpoint: z.string(), tree_size: z.number().int(), proofs: z.array(ZSidecarProof) }).meta({ id: 'ProofsSidecar' });
+export type TProofsSidecar = z.infer<typeof ZProofsSidecar>;
 
 export const ZConsistencyInput = z.strictObject({
   from: size('The size of the older tree (a checkpoint you hold)'),
