@@ -2,6 +2,8 @@
  * The admin command line: `npm run cli -- <command>`. With --json every command prints exactly one
  * JSON object on stdout; without it, a short human-readable answer. Errors go to stderr, exit code 1.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/env';
 import { PLANS, type Plan } from '../domain/plan';
@@ -13,6 +15,19 @@ import { createServices, type Services } from '../services/container';
 import { runExport } from './exportCommand';
 import { runImport } from './importCommand';
 import { runVerify } from './verifyCommand';
+import { auditLog } from '../ledger/audit';
+import { parsePrivateKey, parseVerifierKey, type Verifier } from '../domain/ledger/note';
+
+/** The key to check signatures with: --verifier-key, or the one in the installation's key file if this machine can read it. */
+function auditVerifier(text: string | undefined): Verifier | null {
+  if (text) return parseVerifierKey(text);
+  const config = loadConfig();
+  try {
+    return parsePrivateKey(readFileSync(config.ledgerKeyFile ?? join(config.dataDir, 'ledger-signing-key'), 'utf8'));
+  } catch {
+    return null;
+  }
+}
 
 const DEFAULT_IMPORT_BATCH = 500;
 
@@ -26,6 +41,9 @@ const USAGE = `Usage: npm run cli -- <command> [options] [--json]
   export --url URL --key KEY [--format json|csv] [--actor-id ID] [--action A] [--resource-type T]
          [--resource-id ID] [--organization-id ORG] [--start-date D] [--end-date D] [--out FILE]
          [--with-proofs [--proofs FILE]]   also the ledger's proofs sidecar (default: OUT.proofs.json)
+  ledger audit [--org ORG_ID] [--verifier-key VKEY]
+         rebuilds every organization's log from its stored events and names each event edited,
+         deleted, inserted or moved since it was signed; exit code 1 on any finding
   verify --verifier-key VKEY --events export.json --proofs proofs.json [--state FILE] [--url URL --key KEY]
          checks a JSON export offline against the signed checkpoint; exit code 1 on any failure
   import --url URL --key KEY [--batch-size N] [--state FILE] FILE|-
@@ -134,6 +152,21 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
         const keys = (await s.apiKeys.forOrg(orgId).list('oldest')).map(apiKeyView);
         const text = keys.map((k) => `${k.id}\t${k.name}\t${k.prefix}…${k.last4}\t${k.status}\tlast used ${k.last_used_at ?? 'never'}`).join('\n');
         return { json: { keys }, text: text || 'No keys.' };
+      });
+    }
+    case 'ledger audit': {
+      const verifier = auditVerifier(values['verifier-key']);
+      return withServices(async (s) => {
+        const tenants = values.org ? [values.org] : (await s.orgs.list()).map((org) => org._id);
+        const reports = [];
+        for (const tenant of tenants) reports.push(await auditLog(s.collections, tenant, verifier));
+        const findings = reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`));
+        const text = [
+          ...findings,
+          ...reports.map((r) => `${r.tenant}: ${r.events} events, ${r.checkpoints} checkpoints (newest ${r.checkpoint_size}), ${r.findings.length} findings`),
+          verifier ? '' : '(checkpoint signatures not checked: no --verifier-key and no key file)',
+        ].filter(Boolean).join('\n');
+        return { json: { reports }, text, exitCode: findings.length ? 1 : 0 };
       });
     }
     case 'key revoke': {
