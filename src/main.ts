@@ -26,6 +26,7 @@ async function main(): Promise<void> {
   const database = await connectDatabase(config, log);
   const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs } }, systemClock, log);
   services.ledger.start();
+  services.ledgerAudit.start(config.ledgerAuditIntervalMs);
   log.info({ keyFile, created, verifierKey: signer.text }, `Ledger verifier key (pin it to verify checkpoints offline): ${signer.text}`);
   const { listener, metrics } = createHttpApp(services, {
     defaultMetrics: true,
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
     metricsServer.close();
     await services.ingest.stop();
     await services.ledger.stop();
+    await services.ledgerAudit.stop();
     await database.close();
     process.exit(0);
   };

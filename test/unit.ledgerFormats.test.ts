@@ -3,7 +3,17 @@
  * checkpoints, RFC 8785 canonical JSON, event hashes and leaf bytes.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJson, eventSha256, leafBytes } from '../src/domain/ledger/eventHash';
+import fc from 'fast-check';
+import { canonicalJson, eventSha256, eventSha256OfParts, leafBytes } from '../src/domain/ledger/eventHash';
+
+/** Canonical JSON, or null for what it cannot represent (unpaired surrogates, -0 is fine). */
+function canonicalOrNull(value: unknown): string | null {
+  try {
+    return canonicalJson(value);
+  } catch {
+    return null;
+  }
+}
 import {
   checkpointText, NoteError, openNote, parseCheckpoint, parsePrivateKey, parseVerifierKey, privateKeyText, signerFromSeed, signNote,
 } from '../src/domain/ledger/note';
@@ -60,6 +70,23 @@ describe('canonical JSON and what the ledger hashes', () => {
     expect(canonicalJson([1e30, 4.5e-7, -0, 0.000001, 1e21, 333333333.3333333])).toBe('[1e+30,4.5e-7,0,0.000001,1e+21,333333333.3333333]');
     expect(canonicalJson('\u2028\u0000\u007f"\\')).toBe('"\u2028\\u0000\u007f\\"\\\\"');
     expect(() => canonicalJson({ bad: '\ud800' })).toThrow();
+  });
+
+  test('the written-out forms equal the canonicalizer\'s: stored events\' hashes and leaves', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string(), fc.option(fc.string(), { nil: null }), fc.nat(), (value, text, maybe, seq) => {
+        fc.pre(canonicalOrNull(value) !== null && text.isWellFormed() && (maybe ?? '').isWellFormed());
+        const metadata = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { value };
+        const event = {
+          id: text, timestamp: '2024-01-15T10:30:00.000Z', actor_id: `a${text}`, actor_name: maybe, actor_email: null, action: 'x.y',
+          resource_type: text, resource_id: 'r', resource_name: maybe, metadata: metadata as Record<string, unknown>, organization_id: text, api_key_id: 'k',
+        };
+        const { metadata: _unused, ...rest } = event;
+        expect(eventSha256OfParts(rest, JSON.stringify(metadata))).toBe(eventSha256(event));
+        expect(leafBytes(text, seq, 'ab').toString()).toBe(canonicalJson({ event_sha256: 'ab', org: text, seq, v: 1 }));
+      }),
+      { seed: 8785, numRuns: 500 },
+    );
   });
 
   test('an event\'s hash and leaf, spelled out', () => {

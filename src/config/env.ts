@@ -39,6 +39,7 @@ const ZEnv = z.object({
   LEDGER_NAME: z.string().regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, 'must be printable ASCII without spaces or +, e.g. ledger.example.com').optional(),
   LEDGER_SIGNING_KEY_FILE: z.string().min(1).optional(),
   LEDGER_CHECKPOINT_INTERVAL_MS: positive.min(10).max(3_600_000).default(1000),
+  LEDGER_AUDIT_INTERVAL_MS: z.coerce.number().int().min(0).default(0),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -102,6 +103,8 @@ export interface Config {
   /** The signing key's file; unset: `<DATA_DIR>/ledger-signing-key`, created at first start. */
   ledgerKeyFile: string | undefined;
   ledgerIntervalMs: number;
+  /** The background audit's period; 0: off. */
+  ledgerAuditIntervalMs: number;
   limits: Limits;
 }
 
@@ -138,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ledgerName: e.LEDGER_NAME,
     ledgerKeyFile: e.LEDGER_SIGNING_KEY_FILE,
     ledgerIntervalMs: e.LEDGER_CHECKPOINT_INTERVAL_MS,
+    ledgerAuditIntervalMs: e.LEDGER_AUDIT_INTERVAL_MS,
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,

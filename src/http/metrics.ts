@@ -2,6 +2,13 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { IngestStats } from '../ingest/ingest';
 import type { IdempotencyStats } from '../services/idempotency';
+import type { Services } from '../services/container';
+
+/** The ledger's counters, as the metrics read them. */
+export interface LedgerStats {
+  ledger: Services['ledger']['stats'];
+  audit: Services['ledgerAudit']['stats'];
+}
 
 export interface Metrics {
   registry: Registry;
@@ -11,7 +18,7 @@ export interface Metrics {
   exportFailures: Counter;
 }
 
-export function createMetrics(options: { defaultMetrics: boolean; ingest: () => IngestStats; idempotency: () => IdempotencyStats }): Metrics {
+export function createMetrics(options: { defaultMetrics: boolean; ingest: () => IngestStats; idempotency: () => IdempotencyStats; ledger: () => LedgerStats }): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
   // Read from the group-commit writer when scraped, so the hot path only bumps plain numbers.
@@ -30,6 +37,13 @@ export function createMetrics(options: { defaultMetrics: boolean; ingest: () => 
   fromKeys('idempotency_replays_total', 'Writes answered from events an earlier request with the same key stored (nothing written)', (s) => s.replayed);
   fromKeys('idempotency_completions_total', 'Retries with a known key that wrote events still missing', (s) => s.completed);
   fromKeys('idempotency_key_reused_total', 'Writes refused because their key was used for another request (422)', (s) => s.reused);
+  const fromLedger = (name: string, help: string, read: (stats: LedgerStats) => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.ledger())); } });
+  fromLedger('ledger_checkpoints_signed_total', 'Checkpoints this instance signed', (s) => s.ledger.checkpoints);
+  fromLedger('ledger_integration_failures_total', 'Ledger integration rounds that failed (retried at the next interval)', (s) => s.ledger.failures);
+  fromLedger('ledger_conflicts_total', 'Checkpoints refused because the stored tree disagreed with a signed one (run ledger audit)', (s) => s.ledger.conflicts);
+  fromLedger('ledger_audit_runs_total', 'Background audits completed', (s) => s.audit.runs);
+  fromLedger('ledger_audit_findings_total', 'Events or ledger records found changed by the background audit', (s) => s.audit.findings);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),

@@ -14,11 +14,11 @@
 import { MongoServerError } from 'mongodb';
 import type { Logger } from 'pino';
 import type { TEvent } from '../domain/event';
-import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
+import { eventSha256, eventSha256OfParts, leafBytes } from '../domain/ledger/eventHash';
 import { consistencyProof, inclusionProof, leafHash, type NodeSource, rootHash } from '../domain/ledger/merkle';
 import { checkpointText, type Signer, signNote, type Verifier } from '../domain/ledger/note';
 import type { Collections } from '../db/database';
-import { toEvent, type EventDoc, type LedgerCheckpointDoc, type LedgerTileDoc } from '../db/documents';
+import type { EventDoc, LedgerCheckpointDoc, LedgerTileDoc } from '../db/documents';
 import { describeDbError } from '../db/errors';
 import { entriesAt, TileReader, tileDoc, TILE_WIDTH, subtreeRoot } from './tiles';
 
@@ -59,7 +59,14 @@ const hashes = new WeakMap<EventDoc, string>();
 export function eventHashOf(doc: EventDoc): string {
   let hash = hashes.get(doc);
   if (!hash) {
-    hash = eventSha256(toEvent(doc));
+    hash = eventSha256OfParts(
+      {
+        id: doc._id, timestamp: doc.ts.toISOString(), actor_id: doc.actor_id, actor_name: doc.actor_name, actor_email: doc.actor_email,
+        action: doc.action, resource_type: doc.resource_type, resource_id: doc.resource_id, resource_name: doc.resource_name,
+        organization_id: doc.organization_id, api_key_id: doc.api_key_id,
+      },
+      doc.metadata,
+    );
     hashes.set(doc, hash);
   }
   return hash;

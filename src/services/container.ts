@@ -11,6 +11,7 @@ import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { EventWriter } from '../ingest/eventWriter';
 import { Ingest } from '../ingest/ingest';
+import { AuditSchedule } from '../ledger/auditSchedule';
 import { Ledger, type LedgerOptions } from '../ledger/ledger';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
@@ -33,6 +34,8 @@ export interface Services {
   ledger: Ledger;
   /** The ledger's read side for the API: key, checkpoints, proofs. */
   ledgerReads: LedgerService;
+  /** The background audit (started by main.ts when LEDGER_AUDIT_INTERVAL_MS is set). */
+  ledgerAudit: AuditSchedule;
   events: EventService;
   /** Writes with an Idempotency-Key (used by `events`; here for its metrics). */
   idempotent: IdempotentWrites;
@@ -73,6 +76,7 @@ export async function createServices(
     ingest,
     ledger,
     ledgerReads: new LedgerService(c, ledger, events),
+    ledgerAudit: new AuditSchedule(c, config.ledger?.signer ?? null, log),
     events,
     idempotent,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),

@@ -1,0 +1,47 @@
+/**
+ * The background audit (LEDGER_AUDIT_INTERVAL_MS): `ledger audit` on every organization, one after
+ * another, on a schedule. Findings are logged (kind, leaf, event id: never event contents) and counted,
+ * so an alert on `ledger_audit_findings_total` tells that someone changed the database.
+ */
+import type { Logger } from 'pino';
+import type { Collections } from '../db/database';
+import type { Verifier } from '../domain/ledger/note';
+import { auditLog } from './audit';
+
+export class AuditSchedule {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  readonly stats = { runs: 0, findings: 0 };
+
+  constructor(
+    private readonly c: Collections,
+    private readonly verifier: Verifier | null,
+    private readonly log: Logger,
+  ) {}
+
+  start(intervalMs: number): void {
+    if (intervalMs <= 0 || this.timer) return;
+    this.timer = setInterval(() => { this.running ??= this.runOnce().finally(() => { this.running = null; }); }, intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  async runOnce(): Promise<void> {
+    const orgs = await this.c.orgs.find({}, { projection: { _id: 1 } }).toArray();
+    for (const { _id: tenant } of orgs) {
+      try {
+        const report = await auditLog(this.c, tenant, this.verifier);
+        this.stats.findings += report.findings.length;
+        for (const finding of report.findings) this.log.error({ tenant, finding }, 'ledger audit: the stored events differ from what was signed');
+      } catch (error) {
+        this.log.error({ tenant, error: String(error) }, 'ledger audit could not run');
+      }
+    }
+    this.stats.runs++;
+  }
+}
