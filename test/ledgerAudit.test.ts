@@ -96,3 +96,11 @@ test('a changed checkpoint or tile is found', async () => {
   expect(tileAudit.code).toBe(1);
   expect(tileAudit.findings.map((f) => f.kind)).toEqual(['tiles']);
 });
+
+test('the background audit counts what it finds', async () => {
+  const { org, ids } = await signedOrg();
+  await events().updateOne({ tenant: org.id, _id: ids[0] }, { $set: { actor_id: 'someone.else' } });
+  const before = app.services.ledgerAudit.stats.findings;
+  await app.services.ledgerAudit.runOnce();
+  expect(app.services.ledgerAudit.stats.findings - before).toBeGreaterThanOrEqual(1);
+});
