@@ -37,7 +37,7 @@ describe('a database outage under write load', () => {
   let org: TestOrg;
   beforeAll(async () => {
     database = await startDisposableDatabase();
-    app = await startTestApp({ label: 'outage', uri: database.uri, dbTimeoutMs: DB_TIMEOUT_MS, limits: { ratePerSecond: 100_000, rateBurst: 100_000 } });
+    app = await startTestApp({ label: 'outage', uri: database.uri, dbTimeoutMs: DB_TIMEOUT_MS, limits: { ratePerSecond: 100_000, rateBurst: 100_000 }, ...(process.env.OUTAGE_LOG ? { logTo: process.stderr } : {}) });
     org = await app.org({ plan: 'pro' });
   });
   afterAll(async () => {

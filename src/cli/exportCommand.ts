@@ -20,7 +20,8 @@ export interface ExportSummary extends Record<string, unknown> {
   format: string;
   bytes: number;
   out: string | null;
-  proofs: string | null;
+  /** Where the proofs sidecar went (with --with-proofs only). */
+  proofs?: string;
 }
 
 export async function runExport(options: ExportOptions): Promise<ExportSummary> {
@@ -64,7 +65,7 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
   await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), progress, sink, { end: Boolean(options.out) });
   if (!options.quiet) report(true);
   if (options.proofs) await writeProofs(options, options.proofs);
-  return { format, bytes, out: options.out ?? null, proofs: options.proofs ?? null };
+  return { format, bytes, out: options.out ?? null, ...(options.proofs ? { proofs: options.proofs } : {}) };
 }
 
 /** Fetched after the export, so its checkpoint includes every exported event (the route waits for one that does). */

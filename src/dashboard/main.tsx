@@ -14,6 +14,7 @@ import { KeysPage } from './pages/KeysPage';
 import { LoginPage } from './pages/LoginPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { SignupPage } from './pages/SignupPage';
+import { LedgerPage } from './pages/LedgerPage';
 import { UsagePage } from './pages/UsagePage';
 import './styles.css';
 
@@ -46,6 +47,7 @@ const router = createBrowserRouter([
       { path: 'events/:id', element: <EventDetailPage /> },
       { path: 'keys', element: <KeysPage /> },
       { path: 'usage', element: <UsagePage /> },
+      { path: 'ledger', element: <LedgerPage /> },
     ],
   },
   { path: '*', element: <NotFoundPage /> },

@@ -16,8 +16,16 @@ import { AppError } from '../domain/errors';
 /** Seconds a client is asked to wait before retrying while the database is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_S = 2;
 
+/**
+ * Socket errors the driver sometimes passes on unwrapped (a write to a connection the server just
+ * closed: EPIPE, "This socket has been ended by the other party").
+ */
+const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 export function isDatabaseUnreachable(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? (error).code : undefined;
   return (
+    (typeof code === 'string' && SOCKET_ERROR_CODES.has(code)) ||
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     error instanceof MongoNotConnectedError ||

@@ -2,7 +2,7 @@
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId } from '../domain/event';
 import { leafBytes } from '../domain/ledger/eventHash';
-import type { TCheckpoint, TConsistencyProof, TInclusionProof, TSidecarProof } from '../domain/ledger/schemas';
+import type { TCheckpoint, TConsistencyProof, TInclusionProof, TLedgerSummary, TSidecarProof } from '../domain/ledger/schemas';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
 import type { EventDoc } from '../db/documents';
@@ -40,6 +40,11 @@ export class LedgerService {
     const newest = await this.ledger.newestCheckpoint(principal.tenant);
     if (!newest) throw noCheckpoint('No checkpoint yet: the organization has no events');
     return checkpointView(this.ledger, newest);
+  }
+
+  async summary(principal: Principal): Promise<TLedgerSummary> {
+    const newest = await this.ledger.newestCheckpoint(principal.tenant);
+    return { ...this.key(), checkpoint: newest ? { ...checkpointView(this.ledger, newest), signed_at: newest.created_at.toISOString() } : null };
   }
 
   /** A signed checkpoint of exactly `size` leaves, or 404. */

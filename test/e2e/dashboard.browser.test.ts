@@ -228,6 +228,17 @@ describe('the dashboard in a browser', () => {
     await app.services.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: null } });
   });
 
+  it('shows the ledger: the newest checkpoint, the verifier key to pin, and how to verify an export', async () => {
+    await page.getByRole('link', { name: 'Ledger' }).click();
+    await page.waitForURL('**/ledger');
+    // 5 events were stored (the usage step added one); the page polls until the checkpoint covers them.
+    await page.getByTestId('ledger-size').getByText('5', { exact: true }).waitFor();
+    const key = await call(`${app.url}/v1/ledger/key`, { key: apiKey });
+    expect(await page.getByTestId('verifier-key').textContent()).toBe(key.body.verifier_key);
+    await page.getByText('npm run cli -- verify --verifier-key').waitFor();
+    await shot('07d-ledger');
+  });
+
   it('revokes the key after confirmation, and the API refuses it at once', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('button', { name: 'Revoke' }).click();

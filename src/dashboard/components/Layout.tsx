@@ -10,6 +10,7 @@ const NAV = [
   { to: '/events', label: 'Events' },
   { to: '/keys', label: 'API keys' },
   { to: '/usage', label: 'Usage' },
+  { to: '/ledger', label: 'Ledger' },
 ];
 
 export function Layout() {

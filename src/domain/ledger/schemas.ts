@@ -56,6 +56,12 @@ export type TSidecarProof = z.infer<typeof ZSidecarProof>;
 export const ZProofsSidecar = z.object({ checkpoint: z.string(), tree_size: z.number().int(), proofs: z.array(ZSidecarProof) }).meta({ id: 'ProofsSidecar' });
 export type TProofsSidecar = z.infer<typeof ZProofsSidecar>;
 
+/** The dashboard's ledger page: the key to pin, and the organization's newest checkpoint (null: no events yet). */
+export const ZLedgerSummary = ZLedgerKey.extend({
+  checkpoint: ZCheckpoint.extend({ signed_at: z.string().meta({ description: 'When it was signed (ISO 8601)' }) }).nullable(),
+});
+export type TLedgerSummary = z.infer<typeof ZLedgerSummary>;
+
 export const ZConsistencyInput = z.strictObject({
   from: size('The size of the older tree (a checkpoint you hold)'),
   to: size('The size of a checkpoint the service signed; default: the newest').optional(),

@@ -3,6 +3,7 @@ import { router } from '../init';
 import { login, logout, me, signup } from './account';
 import { getSessionEvent, listSessionEvents } from './events';
 import { createKey, listKeys, revokeKey } from './keys';
+import { ledgerSummary } from './ledger';
 import { usageSummary } from './usage';
 
 export const accountRouter = router({ signup, login, logout, me });
@@ -11,4 +12,5 @@ export const dashboardRouter = router({
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
   events: router({ list: listSessionEvents, get: getSessionEvent }),
   usage: usageSummary,
+  ledger: ledgerSummary,
 });

@@ -1,0 +1,70 @@
+/**
+ * The ledger: the organization's newest signed checkpoint, the verifier key to pin, and the commands
+ * that verify an export offline with it.
+ */
+import { useQuery } from '@tanstack/react-query';
+import { CopyButton } from '../components/CopyButton';
+import { ErrorState, LoadingRows } from '../components/States';
+import { formatNumber } from '../lib/format';
+import { trpc } from '../lib/trpc';
+
+export function LedgerPage() {
+  const ledger = useQuery({ queryKey: ['ledger'], queryFn: () => trpc.dashboard.ledger.query(), refetchInterval: 5000 });
+  const origin = window.location.origin;
+  return (
+    <div className="page">
+      <header className="page-header">
+        <div>
+          <h1>Ledger</h1>
+          <p className="muted">
+            Every event is a leaf of your organization&apos;s signed Merkle log. Anyone holding the verifier key can check, offline, that an
+            export is exactly what was recorded, and that the log was never rewritten.
+          </p>
+        </div>
+      </header>
+      {ledger.isPending ? (
+        <LoadingRows rows={4} label="Loading the ledger…" />
+      ) : ledger.isError ? (
+        <ErrorState error={ledger.error} onRetry={() => void ledger.refetch()} />
+      ) : (
+        <>
+          <section className="card" data-testid="ledger-checkpoint">
+            <h2>Newest checkpoint</h2>
+            {ledger.data.checkpoint ? (
+              <dl className="details">
+                <dt>Events in the log</dt>
+                <dd data-testid="ledger-size">{formatNumber(ledger.data.checkpoint.tree_size)}</dd>
+                <dt>Root hash</dt>
+                <dd><code className="wrap">{ledger.data.checkpoint.root_hash}</code></dd>
+                <dt>Signed</dt>
+                <dd>{new Date(ledger.data.checkpoint.signed_at).toLocaleString()}</dd>
+                <dt>Log</dt>
+                <dd><code>{ledger.data.checkpoint.origin}</code></dd>
+              </dl>
+            ) : (
+              <p className="muted">No checkpoint yet: it is signed within a second of your first event.</p>
+            )}
+          </section>
+          <section className="card">
+            <div className="card-title-row">
+              <h2>Verifier key</h2>
+              <CopyButton text={ledger.data.verifier_key} targetId="verifier-key" />
+            </div>
+            <p className="muted">Pin it where your auditors keep it: every checkpoint is signed with the matching private key, which never leaves the server&apos;s key file.</p>
+            <pre id="verifier-key" className="code" data-testid="verifier-key">{ledger.data.verifier_key}</pre>
+          </section>
+          <section className="card">
+            <h2>Verify an export</h2>
+            <pre className="code">{`npm run cli -- export --url ${origin} --key <API key> --out export.json --with-proofs
+npm run cli -- verify --verifier-key "${ledger.data.verifier_key}" \\
+  --events export.json --proofs export.json.proofs.json --state auditor.checkpoint --url ${origin} --key <API key>`}</pre>
+            <p className="muted">
+              <code>verify</code> recomputes each event&apos;s hash, checks it against the signed root, and with <code>--state</code> proves that
+              the log only grew since the last verification.
+            </p>
+          </section>
+        </>
+      )}
+    </div>
+  );
+}
