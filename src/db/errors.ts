@@ -23,7 +23,7 @@ export const UNAVAILABLE_RETRY_AFTER_S = 2;
 const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 export function isDatabaseUnreachable(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? (error).code : undefined;
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
   return (
     (typeof code === 'string' && SOCKET_ERROR_CODES.has(code)) ||
     error instanceof MongoNetworkError ||
