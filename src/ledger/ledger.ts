@@ -25,6 +25,8 @@ import { entriesAt, TileReader, tileDoc, TILE_WIDTH, subtreeRoot } from './tiles
 const DUPLICATE_KEY = 11000;
 /** Events integrated in one round of one organization; the rest waits for the next round. */
 const MAX_ROUND = 20_000;
+/** A log with nothing to integrate for this long is forgotten here (its edge tiles are some KiB each). */
+const IDLE_MS = 60_000;
 
 export interface LedgerOptions {
   /** The key name (LEDGER_NAME); an organization's log is `<name>/<organization id>`. */
@@ -51,6 +53,8 @@ interface LogState {
   head: number;
   loaded: boolean;
   busy: Promise<void> | null;
+  /** When events were last handed over (ms): a log idle for IDLE_MS is dropped, and reloaded when needed. */
+  active: number;
 }
 
 const hashes = new WeakMap<EventDoc, string>();
@@ -96,10 +100,6 @@ export class Ledger {
     private readonly log: Logger,
   ) {}
 
-  get name(): string {
-    return this.options.name;
-  }
-
   get verifier(): Verifier | null {
     return this.options.signer;
   }
@@ -124,6 +124,7 @@ export class Ledger {
   stored(docs: readonly EventDoc[]): void {
     for (const doc of docs) {
       const state = this.state(doc.tenant);
+      state.active = Date.now();
       state.pending.set(doc.seq, doc);
       if (doc.seq > state.head) state.head = doc.seq;
     }
@@ -132,15 +133,18 @@ export class Ledger {
   private state(tenant: string): LogState {
     let state = this.logs.get(tenant);
     if (!state) {
-      state = { size: 0, edges: [], pending: new Map(), head: 0, loaded: false, busy: null };
+      state = { size: 0, edges: [], pending: new Map(), head: 0, loaded: false, busy: null, active: Date.now() };
       this.logs.set(tenant, state);
     }
     return state;
   }
 
   private tick(): void {
+    const now = Date.now();
     for (const [tenant, state] of this.logs) {
-      if (state.head > state.size && !state.busy) void this.integrate(tenant).catch(() => undefined);
+      if (state.busy) continue;
+      if (state.head > state.size) void this.integrate(tenant).catch(() => undefined);
+      else if (now - state.active > IDLE_MS) this.logs.delete(tenant);
     }
   }
 
