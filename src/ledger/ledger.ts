@@ -47,8 +47,11 @@ interface LogState {
   size: number;
   /** Per tile level, the hashes of the partial tile at the tree's right edge. */
   edges: Buffer[][];
-  /** Events stored here and not integrated yet, by seq. */
-  pending: Map<number, EventDoc>;
+  /**
+   * The leaf hashes of events stored here and not integrated yet, by seq: 32 bytes each, not the
+   * documents, which would otherwise live a second longer than their request and burden the GC.
+   */
+  pending: Map<number, Buffer>;
   /** The highest seq known stored. */
   head: number;
   loaded: boolean;
@@ -125,7 +128,7 @@ export class Ledger {
     for (const doc of docs) {
       const state = this.state(doc.tenant);
       state.active = Date.now();
-      state.pending.set(doc.seq, doc);
+      state.pending.set(doc.seq, leafHashOf(doc));
       if (doc.seq > state.head) state.head = doc.seq;
     }
   }
@@ -173,14 +176,14 @@ export class Ledger {
 
     const from = state.size;
     const to = Math.min(state.head, from + MAX_ROUND);
-    const docs = await this.eventsBetween(tenant, state, from, to);
+    const leaves = await this.leavesBetween(tenant, state, from, to);
     const reader = new TileReader(this.c, tenant);
     const edges = state.edges.map((edge) => [...edge]);
     const writes: LedgerTileDoc[] = [];
     let size = from;
-    for (const doc of docs) {
+    for (const leaf of leaves) {
       size++;
-      let carry = leafHashOf(doc);
+      let carry = leaf;
       for (let level = 0; ; level++) {
         const edge = (edges[level] ??= []);
         edge.push(carry);
@@ -248,25 +251,25 @@ export class Ledger {
     if (size > state.head) state.head = size;
   }
 
-  /** Events (from, to] in order: those handed over, the others read back by sequence number. */
-  private async eventsBetween(tenant: string, state: LogState, from: number, to: number): Promise<EventDoc[]> {
-    const docs: EventDoc[] = [];
+  /** The leaf hashes of events (from, to] in order: those handed over, the others read back by sequence number. */
+  private async leavesBetween(tenant: string, state: LogState, from: number, to: number): Promise<Buffer[]> {
+    const leaves: Buffer[] = [];
     for (let seq = from + 1; seq <= to; seq++) {
-      const doc = state.pending.get(seq);
-      if (doc) {
-        docs.push(doc);
+      const leaf = state.pending.get(seq);
+      if (leaf) {
+        leaves.push(leaf);
         continue;
       }
       const missingTo = Math.min(to, seq + 999);
       const read = await this.c.events.find({ tenant, seq: { $gte: seq, $lte: missingTo } }).sort({ seq: 1 }).toArray();
       for (const [i, found] of read.entries()) {
         if (found.seq !== seq + i) throw new Error(`event ${seq + i} of ${tenant} is missing: the sequence has a gap`);
-        docs.push(found);
+        leaves.push(leafHashOf(found));
       }
       if (read.length !== missingTo - seq + 1) throw new Error(`events ${seq}-${missingTo} of ${tenant} are not all stored`);
       seq = missingTo;
     }
-    return docs;
+    return leaves;
   }
 
   private async insertIgnoringDuplicates(docs: LedgerTileDoc[]): Promise<void> {
