@@ -1,10 +1,8 @@
 /** Dashboard accounts: one per email, each tied to the organization created with it. */
-import { MongoServerError } from 'mongodb';
 import { newPublicId } from '../domain/apiKey';
 import type { AccountDoc } from './documents';
 import type { Collections } from './database';
-
-const DUPLICATE_KEY = 11000;
+import { insertUnlessTaken } from './errors';
 
 export class AccountRepository {
   constructor(private readonly c: Collections) {}
@@ -12,13 +10,7 @@ export class AccountRepository {
   /** Creates the account; null when the email is taken (the unique index decides, atomically). */
   async create(input: { email: string; passwordHash: string; orgId: string }, now: Date): Promise<AccountDoc | null> {
     const doc: AccountDoc = { _id: newPublicId('acct'), email: input.email, password_hash: input.passwordHash, org_id: input.orgId, created_at: now };
-    try {
-      await this.c.accounts.insertOne(doc);
-      return doc;
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return null;
-      throw error;
-    }
+    return (await insertUnlessTaken(this.c.accounts, doc)) ? doc : null;
   }
 
   async findByEmail(email: string): Promise<AccountDoc | null> {

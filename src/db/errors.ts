@@ -4,14 +4,40 @@
  * request may be retried once it is back, so they are a 503 with Retry-After, never a 500.
  */
 import {
+  type Collection,
+  type Document,
+  type InsertOneOptions,
   MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoOperationTimeoutError,
+  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  type OptionalUnlessRequiredId,
 } from 'mongodb';
 import { AppError } from '../domain/errors';
+
+/** The code of a document a unique index refused, on MongoDB and FerretDB alike. */
+export const DUPLICATE_KEY = 11000;
+
+export function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
+/**
+ * Inserts `doc`; false when a unique index already holds its key. The one atomic step both databases
+ * offer: what claims an email, an Idempotency-Key or a checkpoint's size.
+ */
+export async function insertUnlessTaken<T extends Document>(collection: Collection<T>, doc: OptionalUnlessRequiredId<T>, options?: InsertOneOptions): Promise<boolean> {
+  try {
+    await collection.insertOne(doc, options);
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
+  }
+}
 
 /** Seconds a client is asked to wait before retrying while the database is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_S = 2;

@@ -1,22 +1,14 @@
 /** Idempotency claims: one per key per organization, taken by a unique insert (the one atomic step both databases offer). */
-import { MongoServerError } from 'mongodb';
 import type { Collections } from './database';
 import type { IdempotencyClaimDoc } from './documents';
-
-const DUPLICATE_KEY = 11000;
+import { insertUnlessTaken } from './errors';
 
 export class IdempotencyRepository {
   constructor(private readonly c: Collections) {}
 
   /** Takes the claim; false when the key is claimed already (by this request's twin, or long ago). */
-  async claim(doc: IdempotencyClaimDoc): Promise<boolean> {
-    try {
-      await this.c.idempotencyClaims.insertOne(doc, { writeConcern: { w: 'majority', j: true } });
-      return true;
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
-      throw error;
-    }
+  claim(doc: IdempotencyClaimDoc): Promise<boolean> {
+    return insertUnlessTaken(this.c.idempotencyClaims, doc, { writeConcern: { w: 'majority', j: true } });
   }
 
   find(id: string): Promise<IdempotencyClaimDoc | null> {

@@ -36,7 +36,7 @@ import type { EventDoc } from '../db/documents';
 import type { ApiKeyRepository } from '../db/apiKeyRepository';
 import type { Collections } from '../db/database';
 import { EventReader } from '../db/eventReader';
-import { describeDbError, isDatabaseUnreachable, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
+import { describeDbError, DUPLICATE_KEY, isDatabaseUnreachable, isDuplicateKey, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
 import type { OrgRepository } from '../db/orgRepository';
 
 /** An event ready to store, before the writer gives it its place in the tenant's sequence. */
@@ -108,9 +108,6 @@ const NO_EVENTS: Head = { seq: 0, month: '', monthSeq: 0 };
 const MAX_ROUND = 1000;
 // Each retry follows a lost race, i.e. another writer's progress; past this many the caller gets a 503.
 const MAX_RACES = 50;
-// FerretDB's duplicate-key message does not name the index, so any duplicate is taken for a lost
-// sequence race: event ids are UUIDv7 made here, and (tenant, seq) is the only other unique key.
-const DUPLICATE_KEY = 11000;
 const WRITE_CONCERN = { w: 'majority', j: true } as const;
 /**
  * How long a tenant found at its cap is refused without a database round. Caps only fall within a
@@ -425,9 +422,11 @@ export class EventWriter {
         // A write concern not met leaves even the inserted prefix unconfirmed: acknowledge nothing.
         if (error.result.getWriteConcernError()) return { stored: 0, stop: 'unknown', error };
         const first: WriteError | undefined = Array.isArray(error.writeErrors) ? (error.writeErrors as WriteError[])[0] : (error.writeErrors as WriteError | undefined);
+        // FerretDB's duplicate-key message does not name the index: a duplicate is a lost sequence race
+        // or an id stored already, and commit() tells which by looking the ids up.
         if (first) return first.code === DUPLICATE_KEY ? { stored: first.index, stop: 'race' } : { stored: first.index, stop: 'refused', code: first.code };
       }
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return { stored: 0, stop: 'race' };
+      if (isDuplicateKey(error)) return { stored: 0, stop: 'race' };
       if (error instanceof MongoServerError) return this.reconcile(docs, error);
       return { stored: 0, stop: 'unknown', error };
     }
@@ -457,7 +456,7 @@ export class EventWriter {
         return stored + 1 < docs.length ? { stored: stored + 1, stop: 'interrupted' } : { stored: stored + 1 };
       } catch (again) {
         if (isDatabaseUnreachable(again)) return { stored, stop: 'unknown', error: again };
-        if (again instanceof MongoServerError && again.code === DUPLICATE_KEY) return { stored, stop: 'race' };
+        if (isDuplicateKey(again)) return { stored, stop: 'race' };
         return { stored, stop: 'refused', code: again instanceof MongoServerError ? again.code : undefined };
       }
     } catch (readError) {

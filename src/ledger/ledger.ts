@@ -13,16 +13,14 @@
  */
 import { MongoServerError } from 'mongodb';
 import type { Logger } from 'pino';
-import type { TEvent } from '../domain/event';
-import { eventSha256, eventSha256OfParts, leafBytes } from '../domain/ledger/eventHash';
+import { eventSha256OfParts, leafBytes } from '../domain/ledger/eventHash';
 import { consistencyProof, inclusionProof, leafHash, type NodeSource, rootHash } from '../domain/ledger/merkle';
 import { checkpointText, type Signer, signNote, type Verifier } from '../domain/ledger/note';
 import type { Collections } from '../db/database';
 import type { EventDoc, LedgerCheckpointDoc, LedgerTileDoc } from '../db/documents';
-import { describeDbError } from '../db/errors';
+import { describeDbError, DUPLICATE_KEY, insertUnlessTaken } from '../db/errors';
 import { entriesAt, TileReader, tileDoc, TILE_WIDTH, subtreeRoot } from './tiles';
 
-const DUPLICATE_KEY = 11000;
 /** Events integrated in one round of one organization; the rest waits for the next round. */
 const MAX_ROUND = 20_000;
 /** A log with nothing to integrate for this long is forgotten here (its edge tiles are some KiB each). */
@@ -85,10 +83,6 @@ export function receiptOf(doc: EventDoc): Receipt {
 
 export function leafHashOf(doc: EventDoc): Buffer {
   return leafHash(leafBytes(doc.tenant, doc.seq, eventHashOf(doc)));
-}
-
-export function leafHashOfEvent(tenant: string, seq: number, event: TEvent): Buffer {
-  return leafHash(leafBytes(tenant, seq, eventSha256(event)));
 }
 
 export class Ledger {
@@ -206,7 +200,7 @@ export class Ledger {
     const root = await rootHash(reader.nodes(size), size);
     const note = signNote(checkpointText({ origin: this.origin(tenant), size, root }), signer);
     const checkpoint: LedgerCheckpointDoc = { _id: `${tenant}/${size}`, tenant, size, root: root.toString('base64'), note, created_at: new Date() };
-    if (await this.insertCheckpoint(checkpoint)) this.stats.checkpoints++;
+    if (await insertUnlessTaken(this.c.ledgerCheckpoints, checkpoint, { writeConcern: { w: 'majority', j: true } })) this.stats.checkpoints++;
     else {
       // Signed already, by another instance or before a restart: it must be this very tree.
       const stored = await this.c.ledgerCheckpoints.findOne({ _id: checkpoint._id });
@@ -218,17 +212,6 @@ export class Ledger {
     state.size = size;
     state.edges = edges;
     for (const seq of [...state.pending.keys()]) if (seq <= size) state.pending.delete(seq);
-  }
-
-  /** False when a checkpoint of that size exists already. */
-  private async insertCheckpoint(checkpoint: LedgerCheckpointDoc): Promise<boolean> {
-    try {
-      await this.c.ledgerCheckpoints.insertOne(checkpoint, { writeConcern: { w: 'majority', j: true } });
-      return true;
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
-      throw error;
-    }
   }
 
   /** Picks up the tree of the newest checkpoint (another instance's, or this one's before a restart). */
@@ -316,10 +299,10 @@ export class Ledger {
   }
 
   async inclusion(tenant: string, index: number, size: number): Promise<Buffer[]> {
-    return inclusionProof(new TileReader(this.c, tenant).nodes(size), index, size);
+    return inclusionProof(this.nodes(tenant, size), index, size);
   }
 
   async consistency(tenant: string, from: number, to: number): Promise<Buffer[]> {
-    return consistencyProof(new TileReader(this.c, tenant).nodes(to), from, to);
+    return consistencyProof(this.nodes(tenant, to), from, to);
   }
 }
