@@ -4,8 +4,10 @@ import type { IngestStats } from '../ingest/ingest';
 import type { IdempotencyStats } from '../services/idempotency';
 import type { Services } from '../services/container';
 
-/** The ledger's counters, as the metrics read them. */
-export interface LedgerStats {
+/** The services' plain counters, read when metrics are scraped. */
+export interface ServiceStats {
+  ingest: IngestStats;
+  idempotency: IdempotencyStats;
   ledger: Services['ledger']['stats'];
   audit: Services['ledgerAudit']['stats'];
 }
@@ -18,32 +20,28 @@ export interface Metrics {
   exportFailures: Counter;
 }
 
-export function createMetrics(options: { defaultMetrics: boolean; ingest: () => IngestStats; idempotency: () => IdempotencyStats; ledger: () => LedgerStats }): Metrics {
+export function createMetrics(options: { defaultMetrics: boolean; stats: () => ServiceStats }): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
-  // Read from the group-commit writer when scraped, so the hot path only bumps plain numbers.
-  const fromWriter = (name: string, help: string, read: (stats: IngestStats) => number) =>
-    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.ingest())); } });
-  fromWriter('ingest_batches_total', 'Group-commit batches written', (s) => s.batches);
-  fromWriter('ingest_events_total', 'Events stored by this process', (s) => s.events);
-  fromWriter('ingest_events_forwarded_total', 'Events sent to the instance that writes their organization, and stored there', (s) => s.forwarded);
-  fromWriter('instances_live', 'Service instances on this database that this one takes for live, itself included', (s) => s.liveInstances);
-  fromWriter('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', (s) => s.conflicts);
-  fromWriter('ingest_events_duplicate_total', 'Events written again under an id already stored, answered with the stored event', (s) => s.duplicates);
-  fromWriter('ingest_events_refused_total', 'Events the database refused to store (answered 422)', (s) => s.refused);
-  const fromKeys = (name: string, help: string, read: (stats: IdempotencyStats) => number) =>
-    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.idempotency())); } });
-  fromKeys('idempotency_keys_claimed_total', 'Writes that used an Idempotency-Key for the first time', (s) => s.claimed);
-  fromKeys('idempotency_replays_total', 'Writes answered from events an earlier request with the same key stored (nothing written)', (s) => s.replayed);
-  fromKeys('idempotency_completions_total', 'Retries with a known key that wrote events still missing', (s) => s.completed);
-  fromKeys('idempotency_key_reused_total', 'Writes refused because their key was used for another request (422)', (s) => s.reused);
-  const fromLedger = (name: string, help: string, read: (stats: LedgerStats) => number) =>
-    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.ledger())); } });
-  fromLedger('ledger_checkpoints_signed_total', 'Checkpoints this instance signed', (s) => s.ledger.checkpoints);
-  fromLedger('ledger_integration_failures_total', 'Ledger integration rounds that failed (retried at the next interval)', (s) => s.ledger.failures);
-  fromLedger('ledger_conflicts_total', 'Checkpoints refused because the stored tree disagreed with a signed one (run ledger audit)', (s) => s.ledger.conflicts);
-  fromLedger('ledger_audit_runs_total', 'Background audits completed', (s) => s.audit.runs);
-  fromLedger('ledger_audit_findings_total', 'Events or ledger records found changed by the background audit', (s) => s.audit.findings);
+  // Read from the services when scraped, so the hot path only bumps plain numbers.
+  const gauge = (name: string, help: string, read: (stats: ServiceStats) => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read(options.stats())); } });
+  gauge('ingest_batches_total', 'Group-commit batches written', (s) => s.ingest.batches);
+  gauge('ingest_events_total', 'Events stored by this process', (s) => s.ingest.events);
+  gauge('ingest_events_forwarded_total', 'Events sent to the instance that writes their organization, and stored there', (s) => s.ingest.forwarded);
+  gauge('instances_live', 'Service instances on this database that this one takes for live, itself included', (s) => s.ingest.liveInstances);
+  gauge('ingest_sequence_conflicts_total', 'Batches that lost a sequence-number race to another writer and were retried', (s) => s.ingest.conflicts);
+  gauge('ingest_events_duplicate_total', 'Events written again under an id already stored, answered with the stored event', (s) => s.ingest.duplicates);
+  gauge('ingest_events_refused_total', 'Events the database refused to store (answered 422)', (s) => s.ingest.refused);
+  gauge('idempotency_keys_claimed_total', 'Writes that used an Idempotency-Key for the first time', (s) => s.idempotency.claimed);
+  gauge('idempotency_replays_total', 'Writes answered from events an earlier request with the same key stored (nothing written)', (s) => s.idempotency.replayed);
+  gauge('idempotency_completions_total', 'Retries with a known key that wrote events still missing', (s) => s.idempotency.completed);
+  gauge('idempotency_key_reused_total', 'Writes refused because their key was used for another request (422)', (s) => s.idempotency.reused);
+  gauge('ledger_checkpoints_signed_total', 'Checkpoints this instance signed', (s) => s.ledger.checkpoints);
+  gauge('ledger_integration_failures_total', 'Ledger integration rounds that failed (retried at the next interval)', (s) => s.ledger.failures);
+  gauge('ledger_conflicts_total', 'Checkpoints refused because the stored tree disagreed with a signed one (run ledger audit)', (s) => s.ledger.conflicts);
+  gauge('ledger_audit_runs_total', 'Background audits completed', (s) => s.audit.runs);
+  gauge('ledger_audit_findings_total', 'Events or ledger records found changed by the background audit', (s) => s.audit.findings);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),
