@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { ZEvent } from '../domain/event';
 import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
-import { openNote, parseCheckpoint, parseVerifierKey, type Checkpoint } from '../domain/ledger/note';
+import { openNote, parseCheckpoint, parseVerifierKey, type Checkpoint, type Verifier } from '../domain/ledger/note';
 import { ZProofsSidecar } from '../domain/ledger/schemas';
 
 export interface VerifyOptions {
@@ -99,20 +99,19 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   for (const missing of proofs.keys()) record(false, `event ${missing}: proven in the sidecar but missing from the export (removed?)`);
   record(failedEvents === 0 && proofs.size === 0, `${events.length - failedEvents} of ${events.length} events are in the signed tree of ${checkpoint.size}`);
 
-  if (options.state) await checkAgainstState(options, verifier.text, sidecar.checkpoint, checkpoint, record);
+  if (options.state) await checkAgainstState(options, verifier, sidecar.checkpoint, checkpoint, record);
   return summary(checkpoint.size, events.length);
 }
 
 /** The state file: the newest checkpoint verified so far. The log may only have grown since. */
 async function checkAgainstState(
   options: VerifyOptions,
-  verifierKey: string,
+  verifier: Verifier,
   note: string,
   checkpoint: Checkpoint,
   record: (ok: boolean, check: string) => boolean,
 ): Promise<void> {
   const path = options.state as string;
-  const verifier = parseVerifierKey(verifierKey);
   if (existsSync(path)) {
     const saved = parseCheckpoint(openNote(readFileSync(path, 'utf8'), verifier));
     const [older, newer] = saved.size <= checkpoint.size ? [saved, checkpoint] : [checkpoint, saved];
