@@ -14,18 +14,29 @@ export const REQUIRED = 'Required';
 export const LIMITS = { id: 256, name: 1024, email: 320, cursor: 512, bodyBytes: 1024 * 1024, metadataDepth: 64 } as const;
 
 /**
- * Whether a JSON value nests objects or arrays deeper than `max` levels. Iterative on purpose: the
- * values it guards against would overflow the stack of any recursive walk, JSON.stringify's included.
+ * What is wrong with a metadata object, or null: objects or arrays nested deeper than
+ * LIMITS.metadataDepth levels (said first), or a string or key with an unpaired UTF-16 surrogate, which
+ * the ledger's canonical JSON (RFC 8785) cannot represent. One iterative walk: the values it guards
+ * against would overflow the stack of any recursive one, JSON.stringify's included.
  */
-export function nestsDeeperThan(value: unknown, max: number): boolean {
+function metadataProblem(value: Record<string, unknown>): string | null {
+  const max = LIMITS.metadataDepth;
+  let unpaired = false;
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length) {
     const [current, depth] = stack.pop() as [unknown, number];
+    if (typeof current === 'string') {
+      unpaired ||= !current.isWellFormed();
+      continue;
+    }
     if (typeof current !== 'object' || current === null) continue;
-    if (depth > max) return true;
-    for (const child of Object.values(current)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    if (depth > max) return `must not nest objects or arrays more than ${max} levels deep`;
+    for (const [key, child] of Object.entries(current)) {
+      unpaired ||= !key.isWellFormed();
+      stack.push([child, depth + 1]);
+    }
   }
-  return false;
+  return unpaired ? 'must be well-formed Unicode (a string in it has an unpaired surrogate)' : null;
 }
 
 const required = (what: string) => ({
@@ -46,23 +57,6 @@ const optionalText = (max: number) =>
 const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** Whether any string in a JSON value, keys included, holds an unpaired UTF-16 surrogate. Iterative, as above. */
-export function holdsUnpairedSurrogate(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length) {
-    const current = stack.pop();
-    if (typeof current === 'string') {
-      if (!current.isWellFormed()) return true;
-    } else if (typeof current === 'object' && current !== null) {
-      for (const [key, child] of Object.entries(current)) {
-        if (!key.isWellFormed()) return true;
-        stack.push(child);
-      }
-    }
-  }
-  return false;
-}
-
 /**
  * Metadata: any JSON object, kept exactly (but for unpaired surrogates: the ledger hashes events as RFC
  * 8785 canonical JSON, which cannot represent them). `z.record` would rebuild the object and drop a `__proto__`
@@ -70,12 +64,8 @@ export function holdsUnpairedSurrogate(value: unknown): boolean {
  * a refinement would be a derived schema that openapi generation walks back to its undocumented parent.
  */
 export const ZMetadata = z
-  .custom<Record<string, unknown>>((value) => isJsonObject(value) && !nestsDeeperThan(value, LIMITS.metadataDepth) && !holdsUnpairedSurrogate(value), {
-    error: (issue) => {
-      if (!isJsonObject(issue.input)) return 'must be a JSON object';
-      if (nestsDeeperThan(issue.input, LIMITS.metadataDepth)) return `must not nest objects or arrays more than ${LIMITS.metadataDepth} levels deep`;
-      return 'must be well-formed Unicode (a string in it has an unpaired surrogate)';
-    },
+  .custom<Record<string, unknown>>((value) => isJsonObject(value) && metadataProblem(value) === null, {
+    error: (issue) => (isJsonObject(issue.input) ? (metadataProblem(issue.input) ?? 'is not valid metadata') : 'must be a JSON object'),
   })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
