@@ -5,7 +5,8 @@
  */
 import { eventSha256, leafBytes } from '../src/domain/ledger/eventHash';
 import { leafHash, verifyConsistency, verifyInclusion } from '../src/domain/ledger/merkle';
-import { openNote, parseCheckpoint, parseVerifierKey } from '../src/domain/ledger/note';
+import { parseCheckpoint } from '../src/domain/ledger/formats';
+import { openNote, parseVerifierKey } from '../src/domain/ledger/note';
 import { call, eventBody } from './helpers/api';
 import { twoProcessesOnOneDatabase } from './helpers/cluster';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';

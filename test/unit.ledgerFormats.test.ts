@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { canonicalJson, eventSha256, eventSha256OfParts, leafBytes } from '../src/domain/ledger/eventHash';
+import { eventSha256, eventSha256OfParts, leafBytes } from '../src/domain/ledger/eventHash';
+import { canonicalJson, checkpointText, NoteError, parseCheckpoint } from '../src/domain/ledger/formats';
 
 /** Canonical JSON, or null for what it cannot represent (unpaired surrogates, -0 is fine). */
 function canonicalOrNull(value: unknown): string | null {
@@ -15,7 +16,7 @@ function canonicalOrNull(value: unknown): string | null {
   }
 }
 import {
-  checkpointText, NoteError, openNote, parseCheckpoint, parsePrivateKey, parseVerifierKey, privateKeyText, signerFromSeed, signNote,
+  openNote, parsePrivateKey, parseVerifierKey, privateKeyText, signerFromSeed, signNote,
 } from '../src/domain/ledger/note';
 
 // From the documentation of golang.org/x/mod/sumdb/note.

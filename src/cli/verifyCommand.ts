@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { ZEvent } from '../domain/event';
 import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
-import { openNote, parseCheckpoint, parseVerifierKey, type Checkpoint, type Verifier } from '../domain/ledger/note';
+import { type Checkpoint, parseCheckpoint } from '../domain/ledger/formats';
+import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note';
 import { ZProofsSidecar } from '../domain/ledger/schemas';
 
 export interface VerifyOptions {
@@ -116,7 +117,7 @@ async function checkAgainstState(
     const saved = parseCheckpoint(openNote(readFileSync(path, 'utf8'), verifier));
     const [older, newer] = saved.size <= checkpoint.size ? [saved, checkpoint] : [checkpoint, saved];
     if (older.size === newer.size) {
-      record(older.root.equals(newer.root), `the checkpoint of ${newer.size} is the one remembered in ${path}`);
+      record(Buffer.from(older.root).equals(newer.root), `the checkpoint of ${newer.size} is the one remembered in ${path}`);
     } else {
       if (!options.url || !options.key) {
         record(false, `consistency with the remembered checkpoint of ${saved.size}: needs --url and --key to fetch the proof`);

@@ -6,7 +6,8 @@
  */
 import type { Collections } from '../db/database';
 import type { EventDoc } from '../db/documents';
-import { openNote, parseCheckpoint, type Verifier } from '../domain/ledger/note';
+import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
+import { openNote, type Verifier } from '../domain/ledger/note';
 import { leafBytes } from '../domain/ledger/eventHash';
 import { leafHash, nodesOf, rootHash } from '../domain/ledger/merkle';
 import { eventHashOf, leafHashOf } from './ledger';
@@ -45,7 +46,7 @@ export async function auditLog(c: Collections, tenant: string, verifier: Verifie
     if (!verifier) continue;
     try {
       const parsed = parseCheckpoint(openNote(checkpoint.note, verifier));
-      if (parsed.size !== checkpoint.size || parsed.root.toString('base64') !== checkpoint.root || !parsed.origin.endsWith(`/${tenant}`)) {
+      if (parsed.size !== checkpoint.size || toBase64(parsed.root) !== checkpoint.root || !parsed.origin.endsWith(`/${tenant}`)) {
         findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: its stored size or root differs from what was signed` });
       }
     } catch (error) {

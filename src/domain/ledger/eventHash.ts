@@ -4,17 +4,8 @@
  * organization and the event's place: the JCS of `{"event_sha256","org","seq","v":1}`.
  */
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import type { TEvent } from '../event';
-
-export const LEAF_VERSION = 1;
-
-/** RFC 8785 canonical JSON. Throws for what JCS cannot represent (unpaired surrogates, non-finite numbers). */
-export function canonicalJson(value: unknown): string {
-  const text = canonicalize(value);
-  if (text === undefined) throw new TypeError('this value has no JSON form');
-  return text;
-}
+import { canonicalJson, leafJson } from './formats';
 
 /** Lowercase hex SHA-256 of the event's canonical JSON. */
 export function eventSha256(event: TEvent): string {
@@ -37,11 +28,7 @@ export function eventSha256OfParts(event: Omit<TEvent, 'metadata'>, metadataJson
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-/**
- * The leaf of the event at `seq` (leaf index seq − 1) in organization `org`'s log: the canonical JSON
- * of `{event_sha256, org, seq, v}`, written out (keys in canonical order; JSON.stringify is RFC 8785's
- * serialization of a well-formed string, which the organization's id is; a test holds it equal).
- */
+/** The leaf bytes of the event at `seq` in organization `org`'s log (`formats.ts`'s `leafJson`). */
 export function leafBytes(org: string, seq: number, eventHash: string): Buffer {
-  return Buffer.from(`{"event_sha256":"${eventHash}","org":${JSON.stringify(org)},"seq":${seq},"v":${LEAF_VERSION}}`, 'utf8');
+  return Buffer.from(leafJson(org, seq, eventHash), 'utf8');
 }

@@ -1,11 +1,12 @@
 /**
  * RFC 6962 / RFC 9162 Merkle trees: hashing, roots, inclusion and consistency proofs, and their
- * verification. Pure: the tree's complete-subtree hashes come from a `NodeSource`, which the storage
+ * verification (whose steps are `proofWalk.ts`'s, shared with the browser). Pure: the tree's complete-subtree hashes come from a `NodeSource`, which the storage
  * layer backs with tiles and tests back with plain arrays.
  *
  * Node (level, index) is the root of the complete subtree over leaves [index·2^level, (index+1)·2^level).
  */
 import { createHash } from 'node:crypto';
+import { rootFromInclusion, rootsFromConsistency } from './proofWalk';
 
 export const HASH_BYTES = 32;
 
@@ -110,69 +111,18 @@ export function nodesOf(leafHashes: readonly Buffer[]): NodeSource {
   };
 }
 
-/** The root that an inclusion path implies (RFC 9162 §2.1.3.2), or null when the path cannot be one. */
-export function rootFromInclusion(index: number, size: number, leaf: Uint8Array, path: readonly Uint8Array[]): Buffer | null {
-  if (!(index >= 0 && index < size)) return null;
-  let fn = index;
-  let sn = size - 1;
-  let r: Buffer = Buffer.from(leaf);
-  for (const p of path) {
-    if (sn === 0) return null;
-    if (fn % 2 === 1 || fn === sn) {
-      r = nodeHash(p, r);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
-    } else {
-      r = nodeHash(r, p);
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 ? r : null;
-}
-
 export function verifyInclusion(index: number, size: number, leaf: Uint8Array, path: readonly Uint8Array[], root: Uint8Array): boolean {
   if (leaf.length !== HASH_BYTES || root.length !== HASH_BYTES || path.some((p) => p.length !== HASH_BYTES)) return false;
-  const computed = rootFromInclusion(index, size, leaf, path);
-  return computed !== null && computed.equals(root);
+  const computed = rootFromInclusion<Uint8Array>(index, size, leaf, path, nodeHash);
+  return computed !== null && Buffer.from(computed).equals(root);
 }
 
-/** RFC 9162 §2.1.4.2: whether `proof` shows the tree of `from` leaves (root1) is a prefix of that of `to` (root2). */
+/** Whether `proof` shows the tree of `from` leaves (root1) is a prefix of that of `to` (root2). */
 export function verifyConsistency(from: number, to: number, proof: readonly Uint8Array[], root1: Uint8Array, root2: Uint8Array): boolean {
   if (from < 0 || to < from) return false;
   if (from === to) return proof.length === 0 && Buffer.from(root1).equals(root2);
   if (from === 0) return proof.length === 0;
-  if (proof.length === 0) return false;
   if (root1.length !== HASH_BYTES || root2.length !== HASH_BYTES || proof.some((p) => p.length !== HASH_BYTES)) return false;
-  const path = isPowerOfTwo(from) ? [Buffer.from(root1), ...proof.map((p) => Buffer.from(p))] : proof.map((p) => Buffer.from(p));
-  let fn = from - 1;
-  let sn = to - 1;
-  while (fn % 2 === 1) {
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  let fr = path[0] as Buffer;
-  let sr = path[0] as Buffer;
-  for (const c of path.slice(1)) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
-      fr = nodeHash(c, fr);
-      sr = nodeHash(c, sr);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
-    } else {
-      sr = nodeHash(sr, c);
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && fr.equals(root1) && sr.equals(root2);
+  const roots = rootsFromConsistency<Uint8Array>(from, to, proof, root1, nodeHash);
+  return roots !== null && Buffer.from(roots[0]).equals(root1) && Buffer.from(roots[1]).equals(root2);
 }

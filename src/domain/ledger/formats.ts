@@ -1,0 +1,134 @@
+/**
+ * The ledger's formats as text, without crypto: RFC 8785 canonical JSON, leaves, C2SP signed notes
+ * (c2sp.org/signed-note), verifier keys and tlog checkpoints (c2sp.org/tlog-checkpoint). One parser
+ * for the server and the CLI (which hash and verify with node:crypto: `eventHash.ts`, `note.ts`) and
+ * the dashboard (WebCrypto), so the browser checks exactly what the server writes.
+ */
+import canonicalize from 'canonicalize';
+
+export const LEAF_VERSION = 1;
+export const ALG_ED25519 = 0x01;
+const DASH = '\u2014';
+
+export class NoteError extends Error {
+  override readonly name = 'NoteError';
+}
+
+/** Standard padded base64 (what every format here uses). */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+/** The bytes of standard padded base64 in its one canonical spelling, or null. */
+export function fromBase64(text: string): Uint8Array | null {
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return null;
+  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  return toBase64(bytes) === text ? bytes : null;
+}
+
+/** RFC 8785 canonical JSON. Throws for what JCS cannot represent (unpaired surrogates, non-finite numbers). */
+export function canonicalJson(value: unknown): string {
+  const text = canonicalize(value);
+  if (text === undefined) throw new TypeError('this value has no JSON form');
+  return text;
+}
+
+/**
+ * The leaf of the event at `seq` (leaf index seq − 1) in organization `org`'s log: the canonical JSON
+ * of `{event_sha256, org, seq, v}`, written out (keys in canonical order; JSON.stringify is RFC 8785's
+ * serialization of a well-formed string, which the organization's id is; a test holds it equal).
+ */
+export function leafJson(org: string, seq: number, eventHash: string): string {
+  return `{"event_sha256":"${eventHash}","org":${JSON.stringify(org)},"seq":${seq},"v":${LEAF_VERSION}}`;
+}
+
+/** A key name: non-empty, no space, no `+`, printable. */
+export function isKeyName(name: string): boolean {
+  return /^[\x21-\x2a\x2c-\x7e]+$/.test(name);
+}
+
+/** What the key id hashes: name ‖ "\n" ‖ 0x01 ‖ public key (the id is its SHA-256's first 4 bytes, big-endian). */
+export function keyIdInput(name: string, publicKey: Uint8Array): Uint8Array {
+  const head = new TextEncoder().encode(`${name}\n`);
+  const input = new Uint8Array(head.length + 1 + publicKey.length);
+  input.set(head);
+  input[head.length] = ALG_ED25519;
+  input.set(publicKey, head.length + 1);
+  return input;
+}
+
+export const hex8 = (id: number) => id.toString(16).padStart(8, '0');
+
+/** `<name>+<hex id>+<base64(0x01 ‖ public key)>`. */
+export function verifierKeyText(name: string, id: number, publicKey: Uint8Array): string {
+  return `${name}+${hex8(id)}+${toBase64(Uint8Array.of(ALG_ED25519, ...publicKey))}`;
+}
+
+export interface VerifierKeyParts {
+  name: string;
+  /** As the text claims it: the caller checks it against the hash of `keyIdInput`. */
+  id: number;
+  publicKey: Uint8Array;
+}
+
+export function parseVerifierKeyText(text: string): VerifierKeyParts {
+  const match = /^([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(text.trim());
+  if (!match) throw new NoteError('not a verifier key of the form <name>+<8 hex digits>+<base64 key>');
+  const [, name, id, key] = match as unknown as [string, string, string, string];
+  const raw = fromBase64(key);
+  if (!raw || raw.length !== 33 || raw[0] !== ALG_ED25519) throw new NoteError('not an Ed25519 verifier key');
+  if (!isKeyName(name)) throw new NoteError(`invalid key name: ${JSON.stringify(name)}`);
+  return { name, id: parseInt(id, 16), publicKey: raw.subarray(1) };
+}
+
+/** The signature line of `text` signed by key `name` with id `id`. */
+export function signatureLine(name: string, id: number, signature: Uint8Array): string {
+  const bytes = new Uint8Array(4 + signature.length);
+  new DataView(bytes.buffer).setUint32(0, id);
+  bytes.set(signature, 4);
+  return `${DASH} ${name} ${toBase64(bytes)}\n`;
+}
+
+/**
+ * A signed note's text (ending in a newline) and the signatures in it by the key of this name and id;
+ * signatures by other keys (witnesses' cosignatures, say) are skipped, as the spec says. Throws when
+ * the note is malformed or holds no signature by that key; the caller verifies the ones returned.
+ */
+export function signaturesBy(note: string, key: { name: string; id: number }): { text: string; signatures: Uint8Array[] } {
+  const split = note.lastIndexOf('\n\n');
+  if (split < 0 || !note.endsWith('\n')) throw new NoteError('not a signed note');
+  const text = note.slice(0, split + 1);
+  const signatures: Uint8Array[] = [];
+  for (const line of note.slice(split + 2, -1).split('\n')) {
+    const match = new RegExp(`^${DASH} (\\S+) (\\S+)$`).exec(line);
+    const raw = match ? fromBase64(match[2] as string) : null;
+    if (!match || !raw || raw.length < 5) throw new NoteError(`malformed signature line: ${JSON.stringify(line)}`);
+    if (match[1] !== key.name || new DataView(raw.buffer, raw.byteOffset).getUint32(0) !== key.id) continue;
+    if (raw.length !== 68) throw new NoteError(`the signature by ${key.name} is not an Ed25519 signature`);
+    signatures.push(raw.subarray(4));
+  }
+  if (signatures.length === 0) throw new NoteError(`no signature by ${key.name}`);
+  return { text, signatures };
+}
+
+export interface Checkpoint {
+  origin: string;
+  size: number;
+  root: Uint8Array;
+}
+
+export function checkpointText(checkpoint: Checkpoint): string {
+  return `${checkpoint.origin}\n${checkpoint.size}\n${toBase64(checkpoint.root)}\n`;
+}
+
+/** The checkpoint in a note's text (once its signature checked out). */
+export function parseCheckpoint(text: string): Checkpoint {
+  const lines = text.split('\n');
+  const [origin, size, root] = lines;
+  if (lines.length < 4 || !origin || !size || !/^(0|[1-9][0-9]{0,14})$/.test(size) || !root) throw new NoteError('not a checkpoint');
+  const hash = fromBase64(root);
+  if (!hash || hash.length !== 32) throw new NoteError('a checkpoint root is 32 bytes of standard base64');
+  return { origin, size: Number(size), root: hash };
+}
