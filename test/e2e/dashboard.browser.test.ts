@@ -1,17 +1,22 @@
 /**
  * The dashboard end to end, in a real headless Chromium against the real server and database:
  * sign up, create a key, send events with it over REST, find one by actor and by date range, open
- * its diff, export CSV and check the file, revoke the key and see the API refuse it, log out.
+ * its diff and its ledger proof verified in the browser, export CSV and check the file, see the ledger
+ * and a rewritten log said loudly, revoke the key and see the API refuse it, log out.
  * Screenshots of each main page go to test-artifacts/screenshots.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { existsSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { storageKey } from '../../src/dashboard/lib/ledgerTrust';
+import { checkpointText } from '../../src/domain/ledger/formats';
+import { signNote } from '../../src/domain/ledger/note';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
 import { call, createEvent, SPEC_CSV_COLUMNS } from '../helpers/api';
 import { artifactPath, launchChromium } from '../helpers/browser';
-import { startTestApp, type TestApp } from '../helpers/harness';
+import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
 
 jest.setTimeout(180_000);
 
@@ -189,6 +194,10 @@ describe('the dashboard in a browser', () => {
     const metadata = JSON.parse((await page.getByTestId('metadata-json').textContent()) ?? '');
     expect(metadata).toEqual({ field: 'role', old_value: 'viewer', new_value: 'admin', ip: '203.0.113.9' });
     for (const text of ['actor_email', 'alice@acme.test', 'resource_name', 'Carol', 'api_key_id']) await page.getByText(text, { exact: true }).first().waitFor();
+    // The ledger card: verified here, in Chromium's WebCrypto, against the key this browser now pins.
+    await page.getByTestId('event-checkpoint').getByText(/^Leaf \d, included in checkpoint 4$/).waitFor();
+    await page.getByTestId('event-proof-verified').waitFor();
+    await page.getByTestId('ledger-trust').getByText(/^First checkpoint this browser verified/).waitFor();
     await shot('06-event-detail');
 
     await page.getByRole('link', { name: '← Back to events' }).click();
@@ -236,7 +245,22 @@ describe('the dashboard in a browser', () => {
     const key = await call(`${app.url}/v1/ledger/key`, { key: apiKey });
     expect(await page.getByTestId('verifier-key').textContent()).toBe(key.body.verifier_key);
     await page.getByText('npm run cli -- verify --verifier-key').waitFor();
+    // The event detail left checkpoint 4 in this browser's memory; the newest extends it, proven here.
+    await page.getByTestId('ledger-trust').getByText('Extends the checkpoint of 4 events this browser verified before: proven, nothing rewritten.').waitFor();
     await shot('07d-ledger');
+
+    // Had the server shown this browser another history before (a checkpoint of 3 events with another
+    // root, signed with the real key), the newest checkpoint cannot be proven to extend it: said loudly.
+    const orgId = (await app.services.collections.accounts.findOne({ email }))?.org_id ?? '';
+    const fork = signNote(checkpointText({ origin: `ledger.test/${orgId}`, size: 3, root: randomBytes(32) }), TEST_LEDGER_SIGNER);
+    await page.evaluate(([name, value]: [string, string]) => localStorage.setItem(name, value), [storageKey(orgId), JSON.stringify({ verifier_key: key.body.verifier_key, note: fork, verified_at: new Date().toISOString() })] as [string, string]);
+    await page.reload();
+    await page.getByRole('alert').getByText('The ledger was rewritten.').waitFor();
+    expect(await page.getByTestId('ledger-rewritten').textContent()).toContain('the checkpoint of 5 events and the one of 3 verified here before are not the same log');
+    await shot('07e-ledger-rewritten');
+    await page.evaluate((name) => localStorage.removeItem(name), storageKey(orgId));
+    await page.reload();
+    await page.getByTestId('ledger-trust').getByText(/^First checkpoint this browser verified/).waitFor();
   });
 
   it('revokes the key after confirmation, and the API refuses it at once', async () => {

@@ -34,5 +34,10 @@ export function errorStatus(error: unknown): number | undefined {
 }
 
 export function isNotSignedIn(error: unknown): boolean {
-  return dataOf(error)?.appCode === 'NOT_SIGNED_IN';
+  return errorCode(error) === 'NOT_SIGNED_IN';
+}
+
+/** The service's error code (`code` in /v1's bodies), when the server sent one. */
+export function errorCode(error: unknown): string | undefined {
+  return dataOf(error)?.appCode;
 }

@@ -1,7 +1,8 @@
-/** One event: every field, metadata as formatted JSON, and the before/after diff of a field change. */
+/** One event: every field, metadata as formatted JSON, the before/after diff of a field change, and its proof in the ledger. */
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation, useParams } from 'react-router';
 import { CopyButton } from '../components/CopyButton';
+import { EventLedgerCard } from '../components/EventLedgerCard';
 import { FieldDiff } from '../components/FieldDiff';
 import { fieldChangeOf } from '../lib/fieldChange';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
@@ -96,6 +97,7 @@ export function EventDetailPage() {
           </pre>
         </section>
       </div>
+      <EventLedgerCard event={e} />
     </div>
   );
 }

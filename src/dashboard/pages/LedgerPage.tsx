@@ -2,14 +2,15 @@
  * The ledger: the organization's newest signed checkpoint, the verifier key to pin, and the commands
  * that verify an export offline with it.
  */
-import { useQuery } from '@tanstack/react-query';
 import { CopyButton } from '../components/CopyButton';
 import { ErrorState, LoadingRows } from '../components/States';
+import { CouldNotVerify, TrustVerdictNote } from '../components/TrustVerdictNote';
 import { formatNumber } from '../lib/format';
-import { trpc } from '../lib/trpc';
+import { useCheckpointTrust, useLedgerSummary } from '../lib/ledgerCheck';
 
 export function LedgerPage() {
-  const ledger = useQuery({ queryKey: ['ledger'], queryFn: () => trpc.dashboard.ledger.query(), refetchInterval: 5000 });
+  const ledger = useLedgerSummary(5000);
+  const trust = useCheckpointTrust(ledger.data?.checkpoint?.checkpoint, ledger.data?.verifier_key);
   const origin = window.location.origin;
   return (
     <div className="page">
@@ -44,6 +45,8 @@ export function LedgerPage() {
             ) : (
               <p className="muted">No checkpoint yet: it is signed within a second of your first event.</p>
             )}
+            {trust.data && <TrustVerdictNote verdict={trust.data} />}
+            {trust.isError && <CouldNotVerify error={trust.error} />}
           </section>
           <section className="card">
             <div className="card-title-row">

@@ -3,14 +3,14 @@ import { router } from '../init';
 import { login, logout, me, signup } from './account';
 import { getSessionEvent, listSessionEvents } from './events';
 import { createKey, listKeys, revokeKey } from './keys';
-import { ledgerSummary } from './ledger';
+import { ledgerSummary, sessionConsistency, sessionEventProof } from './ledger';
 import { usageSummary } from './usage';
 
 export const accountRouter = router({ signup, login, logout, me });
 
 export const dashboardRouter = router({
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
-  events: router({ list: listSessionEvents, get: getSessionEvent }),
+  events: router({ list: listSessionEvents, get: getSessionEvent, proof: sessionEventProof }),
   usage: usageSummary,
-  ledger: ledgerSummary,
+  ledger: router({ summary: ledgerSummary, consistency: sessionConsistency }),
 });

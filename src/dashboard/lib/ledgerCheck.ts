@@ -1,0 +1,43 @@
+/**
+ * The dashboard's in-browser ledger checks as queries: the session's organization, the key the server
+ * presents, and localStorage as what this browser remembers (`ledgerTrust.ts`).
+ */
+import { useQuery } from '@tanstack/react-query';
+import type { TEvent } from '../../domain/event';
+import type { TInclusionProof } from '../../domain/ledger/schemas';
+import { checkCheckpoint, checkEvent, type FetchConsistency } from './ledgerTrust';
+import { useMe } from './session';
+import { trpc } from './trpc';
+
+const fetchConsistency: FetchConsistency = async (from, to) => (await trpc.dashboard.ledger.consistency.query({ from, to })).proof;
+
+/** The ledger summary: the verifier key and the newest checkpoint (the Ledger page polls it). */
+export function useLedgerSummary(refetchInterval?: number) {
+  return useQuery({ queryKey: ['ledger'], queryFn: () => trpc.dashboard.ledger.summary.query(), ...(refetchInterval ? { refetchInterval } : {}) });
+}
+
+/** A signed checkpoint checked against this browser's memory of the log. */
+export function useCheckpointTrust(note: string | undefined, servedKey: string | undefined) {
+  const org = useMe().data?.organization.id;
+  return useQuery({
+    queryKey: ['ledger', 'trust', org, note],
+    queryFn: () => checkCheckpoint(localStorage, org as string, servedKey as string, note as string, fetchConsistency),
+    enabled: Boolean(org && note && servedKey),
+    // The Ledger page polls: keep the last verdict on screen while the next checkpoint is checked.
+    placeholderData: (previous) => previous,
+    staleTime: Infinity,
+    retry: false,
+  });
+}
+
+/** An event's inclusion, verified here, and its checkpoint checked against this browser's memory. */
+export function useEventCheck(event: TEvent | undefined, proof: TInclusionProof | undefined, servedKey: string | undefined) {
+  const org = useMe().data?.organization.id;
+  return useQuery({
+    queryKey: ['ledger', 'event-check', org, event?.id, proof?.checkpoint],
+    queryFn: () => checkEvent(localStorage, org as string, servedKey as string, event as TEvent, proof as TInclusionProof, fetchConsistency),
+    enabled: Boolean(org && event && proof && servedKey),
+    staleTime: Infinity,
+    retry: false,
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * The ledger's checks with WebCrypto (SHA-256, Ed25519) for the dashboard: that an event, as the
+ * browser shows it, is a leaf of a checkpoint signed by the pinned key, and that a checkpoint extends
+ * an older one. The formats and proof steps are the server's own (`formats.ts`, `proofWalk.ts`); only
+ * the hashing differs, so the tests hold this module to the same answers in Node, which has WebCrypto too.
+ */
+import type { TEvent } from '../event';
+import { type Checkpoint, canonicalJson, fromBase64, keyIdInput, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, signaturesBy } from './formats';
+import { rootFromInclusion, rootsFromConsistency } from './proofWalk';
+import type { TInclusionProof } from './schemas';
+
+type Hash = Uint8Array<ArrayBuffer>;
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+
+async function sha256(...parts: Uint8Array[]): Promise<Hash> {
+  const input = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    input.set(part, at);
+    at += part.length;
+  }
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', input));
+}
+
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
+
+/** RFC 6962 interior node, chained on promises so the proof walk stays the synchronous one. */
+const node = async (left: Promise<Hash>, right: Promise<Hash>): Promise<Hash> => sha256(Uint8Array.of(1), await left, await right);
+
+export interface WebVerifier {
+  name: string;
+  id: number;
+  text: string;
+  key: CryptoKey;
+}
+
+/** A verifier key string, once its key id checks out, as a WebCrypto Ed25519 key. */
+export async function importVerifier(text: string): Promise<WebVerifier> {
+  const parts = parseVerifierKeyText(text);
+  const id = new DataView((await sha256(keyIdInput(parts.name, parts.publicKey))).buffer).getUint32(0);
+  if (id !== parts.id) throw new NoteError('the verifier key does not match its key id');
+  const key = await crypto.subtle.importKey('raw', new Uint8Array(parts.publicKey), { name: 'Ed25519' }, false, ['verify']);
+  return { name: parts.name, id, text: text.trim(), key };
+}
+
+/** The checkpoint in a signed note, once every signature by the verifier's key checks out. */
+export async function openCheckpoint(note: string, verifier: WebVerifier): Promise<Checkpoint> {
+  const { text, signatures } = signaturesBy(note, verifier);
+  for (const signature of signatures) {
+    if (!(await crypto.subtle.verify({ name: 'Ed25519' }, verifier.key, new Uint8Array(signature), utf8(text)))) {
+      throw new NoteError(`the signature by ${verifier.name} does not verify`);
+    }
+  }
+  return parseCheckpoint(text);
+}
+
+export interface InclusionCheck {
+  checkpoint: Checkpoint;
+  /** What did not check out, in words; empty when the event is proven. */
+  failures: string[];
+}
+
+/**
+ * Whether `event` (as GET returns it) is leaf `proof.leaf_index` of the checkpoint in the proof, signed
+ * by `verifier`: its hash and leaf recomputed here, the path walked to the signed root.
+ */
+export async function verifyEventInclusion(event: TEvent, proof: TInclusionProof, verifier: WebVerifier): Promise<InclusionCheck> {
+  const checkpoint = await openCheckpoint(proof.checkpoint, verifier);
+  const failures: string[] = [];
+  const prefix = `${verifier.name}/`;
+  if (!checkpoint.origin.startsWith(prefix)) failures.push(`the checkpoint is of the log ${checkpoint.origin}, not one of ${verifier.name}`);
+  if (checkpoint.size !== proof.tree_size) failures.push(`the signed checkpoint has ${checkpoint.size} events, not ${proof.tree_size}`);
+  const eventHash = hex(await sha256(utf8(canonicalJson(event))));
+  if (eventHash !== proof.event_sha256) failures.push('the event differs from the one the server hashed');
+  const leaf = sha256(Uint8Array.of(0), utf8(leafJson(checkpoint.origin.slice(prefix.length), proof.leaf_index + 1, eventHash)));
+  const path = proof.inclusion_path.map((p) => fromBase64(p));
+  const root = path.every((p) => p?.length === 32)
+    ? rootFromInclusion(proof.leaf_index, checkpoint.size, leaf, path.map((p) => Promise.resolve(new Uint8Array(p as Uint8Array))), node)
+    : null;
+  if (!root || !sameBytes(await root, checkpoint.root)) failures.push(`the event is not leaf ${proof.leaf_index} of the signed tree of ${checkpoint.size}`);
+  return { checkpoint, failures };
+}
+
+/** Whether `proof` shows that the tree of `older` is a prefix of the tree of `newer` (same log). */
+export async function verifyConsistency(older: Checkpoint, newer: Checkpoint, proof: readonly string[]): Promise<boolean> {
+  if (older.origin !== newer.origin || older.size > newer.size) return false;
+  if (older.size === newer.size) return proof.length === 0 && sameBytes(older.root, newer.root);
+  if (older.size === 0) return proof.length === 0;
+  const hashes = proof.map((p) => fromBase64(p));
+  if (hashes.some((h) => h?.length !== 32)) return false;
+  const roots = rootsFromConsistency(older.size, newer.size, hashes.map((h) => Promise.resolve(new Uint8Array(h as Uint8Array))), Promise.resolve(new Uint8Array(older.root)), node);
+  return roots !== null && sameBytes(await roots[0], older.root) && sameBytes(await roots[1], newer.root);
+}
