@@ -4,18 +4,18 @@
  *   - a bare Koa hello-world (what Node + Koa + HTTP can do here at all),
  *   - raw driver insertMany into the same database (what the database can absorb),
  *   - a raw driver cursor read (what the database can hand out).
+ *   - the commit before the ledger, A/B against this one (scripts/bench/ledgerAB.ts).
  * Every figure is printed as a ratio to its limit and written to BENCHMARKS.md. Not a test: it asserts nothing.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, type as osType, release } from 'node:os';
-import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
 import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
+import { abLines, abRatios, measureLedgerAB, type Side } from './bench/ledgerAB';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
-import { ACTORS, BODIES, CONNECTIONS, load, loadWithCpu, type Load, ROOT, rssOf, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
+import { CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
 
 function eventDoc(tenant: string, seq: number) {
   const now = new Date();
@@ -77,6 +77,7 @@ async function rawConcurrent(query: () => Promise<unknown>): Promise<Load> {
 
 const ratio = (value: number, limit: number) => (limit > 0 ? value / limit : 0);
 const pct = (r: number) => `${(r * 100).toFixed(0)}%`;
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
   let uri = process.env.MONGODB_URI;
@@ -120,12 +121,7 @@ async function main(): Promise<void> {
   const { key } = await services.apiKeys.forOrg(org._id).create('bench', new Date());
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
-  let bodyIndex = 0;
-  const ingest = await loadWithCpu(service.child.pid ?? 0, {
-    url: service.url,
-    headers,
-    requests: [{ method: 'POST', path: '/v1/events', setupRequest: (req) => ({ ...req, body: BODIES[bodyIndex++ % ACTORS] }) }],
-  });
+  const ingest = await loadWithCpu(service.child.pid ?? 0, { url: service.url, headers, requests: singleEventRequests() });
   console.log(`ingest: ${ingest.rps.toFixed(0)} events/s, p50 ${ingest.p50} ms, p99 ${ingest.p99} ms, non-2xx ${ingest.non2xx}, errors ${ingest.errors}; CPU ${ingest.cpuMsPerRequest.toFixed(3)} ms per event (hello-world ${helloLoad.cpuMsPerRequest.toFixed(3)} ms per request)`);
 
   const ids = (await services.collections.events.find({ tenant: org._id }, { projection: { _id: 1 } }).limit(1000).toArray()).map((d) => d._id);
@@ -181,6 +177,8 @@ async function main(): Promise<void> {
   const scale = await measureScaleOut(uri, dbName, services);
   // Point reads and list pages as one organization grows, on FerretDB only (see README, "FerretDB").
   const reads = await measureFerretReads(client, uri, dbName, Boolean(info.ferretdbVersion));
+  // Last and longest: the ledger's cost to ingest, against the code before it (A/B pairs).
+  const ab = await measureLedgerAB(uri, dbName, Number(process.env.BENCH_AB_PAIRS ?? 3));
   await client.db(dbName).dropDatabase();
   await client.close();
   await memoryServer?.stop();
@@ -212,6 +210,10 @@ async function main(): Promise<void> {
       const row = (what: string, [gin, bare]: [number, number]): [string, string, string, string] => [`FerretDB ${what} at ${k}, median ms`, String(gin), `${bare} (without the GIN indexes)`, `${ratio(gin, bare).toFixed(2)}×`];
       return [row('GET /v1/events/:id', f.byId), row('first page, actor filter', f.listByActor), row('first page, no filter', f.listAll)];
     }),
+    ...(ab ? ([['single', (x: Side) => x.single], [`batches of ${BATCH_SIZE}`, (x: Side) => x.batch]] as const).map(([what, pick]): [string, string, string, string] => {
+      const r = abRatios(ab, pick);
+      return [`ingest with the ledger, ${what}: events/s summed over ${ab.pairs.length} A/B pairs`, sum(ab.pairs.map((p) => pick(p.with))).toFixed(0), `${sum(ab.pairs.map((p) => pick(p.without))).toFixed(0)} (the commit before the ledger)`, `${pct(r.summed)} (median pair ${pct(r.median)})`];
+    }) : []),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
@@ -228,17 +230,9 @@ async function main(): Promise<void> {
     '',
     ...scale.map((r) => `- ${describeRun(r, scale.find((s) => s.organizations === r.organizations && s.processes === 1) ?? r)}`),
     '',
+    ...(ab ? abLines(ab) : []),
   ];
-  const file = join(ROOT, 'BENCHMARKS.md');
-  let previous: string;
-  try {
-    previous = readFileSync(file, 'utf8');
-  } catch {
-    previous = '';
-  }
-  const header = '# Benchmarks\n\nWritten by `npm run bench` (scripts/bench.ts). Newest run first; read the ratios, not the absolute numbers: the machines are shared and noisy.\n\n';
-  const body = previous.startsWith('# Benchmarks') ? previous.slice(previous.indexOf('## ')) : '';
-  writeFileSync(file, `${header}${lines2.join('\n')}\n${body.startsWith('## ') ? body : ''}`);
+  recordBenchmark(lines2);
   console.log(`\n${lines2.join('\n')}`);
 }
 

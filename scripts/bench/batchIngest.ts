@@ -16,24 +16,34 @@ const BATCH_BODIES = Array.from({ length: BODIES.length }, (_, b) =>
 
 export interface BatchFigures {
   /** Events per second, and what the load saw per request. */
-  batch: Load & { eventsPerSecond: number; cpuMsPerEvent: number };
+  batch: BatchLoad;
   batchKeyed: Load & { eventsPerSecond: number };
   singleKeyed: Load;
+}
+
+export type BatchLoad = Load & { eventsPerSecond: number; cpuMsPerEvent: number };
+
+/** Batches without keys, from as many connections as the writer's rounds take, with the server's CPU per event. */
+export async function loadBatches(url: string, headers: Record<string, string>, pid: number): Promise<BatchLoad> {
+  let next = 0;
+  const requests: autocannon.Request[] = [{ method: 'POST', path: '/v1/events/batch', setupRequest: (req) => ({ ...req, body: BATCH_BODIES[next++ % BATCH_BODIES.length] }) }];
+  const batch = await loadWithCpu(pid, { url, headers, connections: BATCH_CONNECTIONS, requests });
+  return { ...batch, eventsPerSecond: batch.rps * BATCH_SIZE, cpuMsPerEvent: batch.cpuMsPerRequest / BATCH_SIZE };
 }
 
 export async function measureBatchIngest(url: string, headers: Record<string, string>, pid: number): Promise<BatchFigures> {
   const run = `${Date.now()}`;
   let next = 0;
-  const batchRequest = (keyed: boolean): autocannon.Request[] => [{
+  const keyedBatches: autocannon.Request[] = [{
     method: 'POST',
     path: '/v1/events/batch',
     setupRequest: (req) => {
       const n = next++;
-      return { ...req, body: BATCH_BODIES[n % BATCH_BODIES.length], headers: keyed ? { ...headers, 'idempotency-key': `bench-${run}-b${n}` } : headers };
+      return { ...req, body: BATCH_BODIES[n % BATCH_BODIES.length], headers: { ...headers, 'idempotency-key': `bench-${run}-b${n}` } };
     },
   }];
-  const batch = await loadWithCpu(pid, { url, headers, connections: BATCH_CONNECTIONS, requests: batchRequest(false) });
-  const batchKeyed = await load({ url, headers, connections: BATCH_CONNECTIONS, requests: batchRequest(true) });
+  const batch = await loadBatches(url, headers, pid);
+  const batchKeyed = await load({ url, headers, connections: BATCH_CONNECTIONS, requests: keyedBatches });
   const singleKeyed = await load({
     url,
     headers,
@@ -47,7 +57,7 @@ export async function measureBatchIngest(url: string, headers: Record<string, st
     }],
   });
   return {
-    batch: { ...batch, eventsPerSecond: batch.rps * BATCH_SIZE, cpuMsPerEvent: batch.cpuMsPerRequest / BATCH_SIZE },
+    batch,
     batchKeyed: { ...batchKeyed, eventsPerSecond: batchKeyed.rps * BATCH_SIZE },
     singleKeyed,
   };

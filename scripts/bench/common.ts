@@ -2,7 +2,8 @@
 import autocannon from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -18,6 +19,12 @@ export const BODIES = Array.from({ length: ACTORS }, (_, i) => JSON.stringify({
   metadata: { field: 'role', old_value: 'member', new_value: 'admin', ip: '203.0.113.7' },
 }));
 
+/** Single-event creates (POST /v1/events), rotating over the bodies. */
+export function singleEventRequests(): autocannon.Request[] {
+  let next = 0;
+  return [{ method: 'POST', path: '/v1/events', setupRequest: (req) => ({ ...req, body: BODIES[next++ % ACTORS] }) }];
+}
+
 /** The environment of a service process under load: a free metrics port, and no per-key limit in the way. */
 export function serviceEnv(uri: string, dbName: string): Record<string, string> {
   return {
@@ -28,6 +35,9 @@ export function serviceEnv(uri: string, dbName: string): Record<string, string> 
     // One key sends every request here: the per-key limit is not what this measures.
     RATE_LIMIT_PER_SECOND: '1000000',
     RATE_LIMIT_BURST: '1000000',
+    // A key of the benchmark's own: the one in ./data is made for the name `npm start` uses.
+    LEDGER_NAME: 'bench.local/ledger',
+    LEDGER_SIGNING_KEY_FILE: join(tmpdir(), 'audit-ledger-bench-signing-key'),
   };
 }
 
@@ -36,9 +46,10 @@ export interface Proc {
   child: ChildProcess;
 }
 
-export async function startProcess(script: string, env: Record<string, string>): Promise<Proc> {
+/** Starts `script` of the checkout at `cwd` (this one unless told) and resolves once it listens. */
+export async function startProcess(script: string, env: Record<string, string>, cwd = ROOT): Promise<Proc> {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -115,3 +126,18 @@ export async function load(options: autocannon.Options): Promise<Load> {
   };
 }
 
+
+const BENCHMARKS_HEADER = '# Benchmarks\n\nWritten by `npm run bench` (scripts/bench.ts). Newest run first; read the ratios, not the absolute numbers: the machines are shared and noisy.\n\n';
+
+/** Puts a run's section (starting `## `) at the top of BENCHMARKS.md, above the earlier runs. */
+export function recordBenchmark(lines: readonly string[]): void {
+  const file = join(ROOT, 'BENCHMARKS.md');
+  let previous: string;
+  try {
+    previous = readFileSync(file, 'utf8');
+  } catch {
+    previous = '';
+  }
+  const earlier = previous.startsWith('# Benchmarks') && previous.includes('\n## ') ? previous.slice(previous.indexOf('\n## ') + 1) : '';
+  writeFileSync(file, `${BENCHMARKS_HEADER}${lines.join('\n')}\n${earlier}`);
+}

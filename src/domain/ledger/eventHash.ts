@@ -3,13 +3,13 @@
  * event exactly as `GET /v1/events/:id` returns it, and the leaf bytes that bind that hash to the
  * organization and the event's place: the JCS of `{"event_sha256","org","seq","v":1}`.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { TEvent } from '../event';
 import { canonicalJson, leafJson } from './formats';
 
 /** Lowercase hex SHA-256 of the event's canonical JSON. */
 export function eventSha256(event: TEvent): string {
-  return createHash('sha256').update(canonicalJson(event), 'utf8').digest('hex');
+  return hash('sha256', canonicalJson(event), 'hex');
 }
 
 /**
@@ -25,7 +25,7 @@ export function eventSha256OfParts(event: Omit<TEvent, 'metadata'>, metadataJson
     `"actor_name":${s(event.actor_name)},"api_key_id":${s(event.api_key_id)},"id":${s(event.id)},"metadata":${metadata},` +
     `"organization_id":${s(event.organization_id)},"resource_id":${s(event.resource_id)},"resource_name":${s(event.resource_name)},` +
     `"resource_type":${s(event.resource_type)},"timestamp":${s(event.timestamp)}}`;
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** The leaf bytes of the event at `seq` in organization `org`'s log (`formats.ts`'s `leafJson`). */
