@@ -127,7 +127,7 @@ export async function load(options: autocannon.Options): Promise<Load> {
 }
 
 
-const BENCHMARKS_HEADER = '# Benchmarks\n\nWritten by `npm run bench` (scripts/bench.ts). Newest run first; read the ratios, not the absolute numbers: the machines are shared and noisy.\n\n';
+const BENCHMARKS_HEADER = '# Benchmarks\n\nWritten by `npm run bench` (scripts/bench.ts) and `npm run bench:ledger` (the ledger\'s A/B alone). Newest run first; read the ratios, not the absolute numbers: the machines are shared and noisy.\n\n';
 
 /** Puts a run's section (starting `## `) at the top of BENCHMARKS.md, above the earlier runs. */
 export function recordBenchmark(lines: readonly string[]): void {
