@@ -13,7 +13,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
 import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
-import { abLines, abRatios, measureLedgerAB, type Side } from './bench/ledgerAB';
+import { abLines, abRows, measureLedgerAB } from './bench/ledgerAB';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
 
@@ -77,7 +77,6 @@ async function rawConcurrent(query: () => Promise<unknown>): Promise<Load> {
 
 const ratio = (value: number, limit: number) => (limit > 0 ? value / limit : 0);
 const pct = (r: number) => `${(r * 100).toFixed(0)}%`;
-const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
   let uri = process.env.MONGODB_URI;
@@ -210,10 +209,7 @@ async function main(): Promise<void> {
       const row = (what: string, [gin, bare]: [number, number]): [string, string, string, string] => [`FerretDB ${what} at ${k}, median ms`, String(gin), `${bare} (without the GIN indexes)`, `${ratio(gin, bare).toFixed(2)}×`];
       return [row('GET /v1/events/:id', f.byId), row('first page, actor filter', f.listByActor), row('first page, no filter', f.listAll)];
     }),
-    ...(ab ? ([['single', (x: Side) => x.single], [`batches of ${BATCH_SIZE}`, (x: Side) => x.batch]] as const).map(([what, pick]): [string, string, string, string] => {
-      const r = abRatios(ab, pick);
-      return [`ingest with the ledger, ${what}: events/s summed over ${ab.pairs.length} A/B pairs`, sum(ab.pairs.map((p) => pick(p.with))).toFixed(0), `${sum(ab.pairs.map((p) => pick(p.without))).toFixed(0)} (the commit before the ledger)`, `${pct(r.summed)} (median pair ${pct(r.median)})`];
-    }) : []),
+    ...(ab ? abRows(ab) : []),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];
   const cpu = cpus()[0]?.model ?? 'unknown CPU';

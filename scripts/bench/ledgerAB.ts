@@ -98,6 +98,20 @@ export function abRatios(result: ABResult, pick: (side: Side) => number): { summ
   };
 }
 
+/** The main table's rows: each measure's events/s summed over the pairs, with and without the ledger. */
+export function abRows(result: ABResult): [string, string, string, string][] {
+  const measures: [string, (side: Side) => number][] = [['single events', (s) => s.single], [`batches of ${BATCH_SIZE}`, (s) => s.batch]];
+  return measures.map(([what, pick]) => {
+    const r = abRatios(result, pick);
+    return [
+      `ingest with the ledger, ${what}: events/s summed over ${result.pairs.length} A/B pairs`,
+      sum(result.pairs.map((p) => pick(p.with))).toFixed(0),
+      `${sum(result.pairs.map((p) => pick(p.without))).toFixed(0)} (the commit before the ledger)`,
+      `${pct(r.summed)} (median pair ${pct(r.median)})`,
+    ];
+  });
+}
+
 /** BENCHMARKS.md lines: a table of the pairs and the two ratios the issue's 90% target reads. */
 export function abLines(result: ABResult): string[] {
   const single = abRatios(result, (s) => s.single);
