@@ -73,6 +73,32 @@ describe('in one process', () => {
     expect((await verifiedCheckpoint(app.url, a, proof.body.checkpoint)).origin).toBe(`ledger.test/${a.id}`);
     expect((await call(`${app.url}/v1/ledger/consistency?from=5`, { key: a.key })).status).toBe(400);
   });
+
+  test('the newest checkpoint is found through the log\'s head; a head left behind or missing is put right', async () => {
+    const org = await app.org();
+    const newest = async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.tree_size as number;
+    const proofOfNew = async () => {
+      const created = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() });
+      return (await call(`${app.url}/v1/events/${created.body.event.id}/proof`, { key: org.key })).body.tree_size as number;
+    };
+    expect(await proofOfNew()).toBe(1);
+    expect(await proofOfNew()).toBe(2);
+    const heads = app.services.collections.ledgerHeads;
+    expect(await heads.findOne({ _id: org.id })).toEqual({ _id: org.id, size: 2 });
+    expect(await newest()).toBe(2);
+
+    // A crash between storing checkpoint 2 and raising the head: it still names 1, and the API says 1.
+    await heads.updateOne({ _id: org.id }, { $set: { size: 1 } });
+    expect(await newest()).toBe(1);
+    // The next round raises it past the checkpoint it missed.
+    expect(await proofOfNew()).toBe(3);
+    expect(await newest()).toBe(3);
+
+    // No head at all (a log signed before heads existed): the newest is found once and becomes the head.
+    await heads.deleteOne({ _id: org.id });
+    expect(await newest()).toBe(3);
+    expect(await heads.findOne({ _id: org.id })).toEqual({ _id: org.id, size: 3 });
+  });
 });
 
 describe('two server processes on one database', () => {

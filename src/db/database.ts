@@ -1,7 +1,7 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import type {
-  AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerTileDoc, OrgDoc, SessionDoc,
+  AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc, OrgDoc, SessionDoc,
 } from './documents';
 
 export interface Collections {
@@ -16,6 +16,8 @@ export interface Collections {
   idempotencyClaims: Collection<IdempotencyClaimDoc>;
   ledgerTiles: Collection<LedgerTileDoc>;
   ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
+  /** Read and written by `_id` only. */
+  ledgerHeads: Collection<LedgerHeadDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -30,6 +32,7 @@ export function collections(db: Db): Collections {
     idempotencyClaims: db.collection<IdempotencyClaimDoc>('idempotency_keys'),
     ledgerTiles: db.collection<LedgerTileDoc>('ledger_tiles'),
     ledgerCheckpoints: db.collection<LedgerCheckpointDoc>('ledger_checkpoints'),
+    ledgerHeads: db.collection<LedgerHeadDoc>('ledger_heads'),
   };
 }
 

@@ -179,3 +179,14 @@ export interface AuthAttemptDoc {
   bucket: string;
   at: Date;
 }
+
+/**
+ * Where an organization's newest signed checkpoint is: one document per log, so that finding it is a
+ * point read (FerretDB would load and sort every checkpoint in Go). Raised with `$max` once a checkpoint
+ * is stored; a crash in between leaves it one checkpoint behind, which the next round puts right.
+ */
+export interface LedgerHeadDoc {
+  /** The tenant. */
+  _id: string;
+  size: number;
+}

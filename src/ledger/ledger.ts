@@ -19,7 +19,7 @@ import { checkpointText } from '../domain/ledger/formats';
 import { type Signer, signNote, type Verifier } from '../domain/ledger/note';
 import type { Collections } from '../db/database';
 import type { EventDoc, LedgerCheckpointDoc, LedgerTileDoc } from '../db/documents';
-import { describeDbError, DUPLICATE_KEY, insertUnlessTaken } from '../db/errors';
+import { describeDbError, DUPLICATE_KEY, insertUnlessTaken, isDuplicateKey } from '../db/errors';
 import { entriesAt, TileReader, tileDoc, TILE_WIDTH, subtreeRoot } from './tiles';
 
 /** Events integrated in one round of one organization; the rest waits for the next round. */
@@ -210,6 +210,7 @@ export class Ledger {
         throw new Error(`the stored checkpoint of size ${size} has another root than the stored events give: run \`ledger audit\``);
       }
     }
+    await this.raiseHead(tenant, size);
     state.size = size;
     state.edges = edges;
     for (const seq of [...state.pending.keys()]) if (seq <= size) state.pending.delete(seq);
@@ -266,12 +267,31 @@ export class Ledger {
     }
   }
 
-  newestCheckpoint(tenant: string): Promise<LedgerCheckpointDoc | null> {
-    return this.c.ledgerCheckpoints.findOne({ tenant }, { sort: { size: -1 } });
+  /** Moves the log's head up to `size` (never down: instances may finish rounds out of order). */
+  private async raiseHead(tenant: string, size: number): Promise<void> {
+    const raise = () => this.c.ledgerHeads.updateOne({ _id: tenant }, { $max: { size } }, { upsert: true, writeConcern: { w: 'majority', j: true } });
+    try {
+      await raise();
+    } catch (error) {
+      // Two first upserts at once (FerretDB's upsert is not atomic): the loser's insert was refused
+      // because the document now exists, so the second try updates it.
+      if (!isDuplicateKey(error)) throw error;
+      await raise();
+    }
+  }
+
+  /** The newest checkpoint: two point reads, the head and the checkpoint it names. */
+  async newestCheckpoint(tenant: string): Promise<LedgerCheckpointDoc | null> {
+    const head = await this.c.ledgerHeads.findOne({ _id: tenant });
+    if (head) return this.checkpointOfSize(tenant, head.size);
+    // No head: nothing signed yet, or signed before heads existed. The sorted read, once: its answer becomes the head.
+    const newest = await this.c.ledgerCheckpoints.findOne({ tenant }, { sort: { size: -1 } });
+    if (newest) await this.raiseHead(tenant, newest.size);
+    return newest;
   }
 
   checkpointOfSize(tenant: string, size: number): Promise<LedgerCheckpointDoc | null> {
-    return this.c.ledgerCheckpoints.findOne({ tenant, size });
+    return this.c.ledgerCheckpoints.findOne({ _id: `${tenant}/${size}` });
   }
 
   /**
