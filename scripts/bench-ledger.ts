@@ -1,17 +1,26 @@
 /**
- * `npm run bench:ledger`: only the ledger's ingest A/B (scripts/bench/ledgerAB.ts), recorded in
- * BENCHMARKS.md; BENCH_AB_PAIRS pairs (default 5). Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb`).
+ * `npm run bench:ledger`: the ledger's figures alone, recorded in BENCHMARKS.md: its ingest A/B
+ * (scripts/bench/ledgerAB.ts; BENCH_AB_PAIRS pairs, default 5) and the proof latency at 10,000 events
+ * against a point read. Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb` prints one).
  */
 import { cpus } from 'node:os';
 import { abLines, measureLedgerAB } from './bench/ledgerAB';
 import { recordBenchmark } from './bench/common';
+import { measureProofLatencyAt, PROOF_EVENTS, proofLatencyLine } from './bench/proofLatency';
 
 async function main(): Promise<void> {
   const uri = process.env.MONGODB_URI;
   if (!uri) throw new Error('set MONGODB_URI (npm run db:ferretdb prints one)');
   const result = await measureLedgerAB(uri, `bench_${Date.now()}`, Number(process.env.BENCH_AB_PAIRS ?? 5));
   if (!result) process.exit(1);
-  const lines = [`## ${new Date().toISOString().slice(0, 10)}: the ledger's ingest A/B (${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version})`, '', ...abLines(result)];
+  const proofs = await measureProofLatencyAt(uri, `bench_${Date.now()}_proofs`, PROOF_EVENTS);
+  const lines = [
+    `## ${new Date().toISOString().slice(0, 10)}: the ledger, \`npm run bench:ledger\` (${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version})`,
+    '',
+    ...abLines(result),
+    proofLatencyLine(PROOF_EVENTS, proofs),
+    '',
+  ];
   recordBenchmark(lines);
   console.log(`\n${lines.join('\n')}`);
 }

@@ -13,6 +13,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
 import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
+import { measureProofLatency } from './bench/proofLatency';
 import { abLines, abRows, measureLedgerAB } from './bench/ledgerAB';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
@@ -133,6 +134,8 @@ async function main(): Promise<void> {
   console.log(`get by id: ${getById.rps.toFixed(0)} req/s, p50 ${getById.p50} ms, p99 ${getById.p99} ms, non-2xx ${getById.non2xx}`);
   const list = await load({ url: `${service.url}/v1/events?limit=50&actor_id=user_7`, headers });
   console.log(`list (actor filter, 50 per page): ${list.rps.toFixed(0)} req/s, p50 ${list.p50} ms, p99 ${list.p99} ms, non-2xx ${list.non2xx}`);
+  const proofs = await measureProofLatency(service.url, headers, ids);
+  console.log(`proofs: p50 ${proofs.proof.p50} ms, p99 ${proofs.proof.p99} ms (GET by id ${proofs.get.p50} / ${proofs.get.p99}), non-2xx ${proofs.proof.non2xx}`);
   // The same reads through the driver alone, while the service idles: what the database allows.
   const events = client.db(dbName).collection('events');
   let rawNext = 0;
@@ -196,6 +199,7 @@ async function main(): Promise<void> {
     ['batch ingest p50 / p99 per request, ms; CPU per event, ms', `${batch.p50} / ${batch.p99}; ${batch.cpuMsPerEvent.toFixed(3)}`, `${ingest.cpuMsPerRequest.toFixed(3)} (CPU per single-event create)`, `${ratio(batch.cpuMsPerEvent, ingest.cpuMsPerRequest).toFixed(2)}× CPU`],
     ['GET /v1/events/:id, req/s', getById.rps.toFixed(0), `${rawGet.rps.toFixed(0)} (raw driver findOne)`, pct(ratio(getById.rps, rawGet.rps))],
     ['GET /v1/events/:id p50 / p99, ms', `${getById.p50} / ${getById.p99}`, `${rawGet.p50} / ${rawGet.p99} (raw driver)`, `${ratio(getById.p99, rawGet.p99).toFixed(1)}× p99`],
+    ['GET /v1/events/:id/proof p50 / p99, ms (one at a time)', `${proofs.proof.p50} / ${proofs.proof.p99}`, `${proofs.get.p50} / ${proofs.get.p99} (GET /v1/events/:id, one at a time)`, `${ratio(proofs.proof.p50, proofs.get.p50).toFixed(1)}× p50`],
     ['GET /v1/events?actor_id= (≤50 rows), req/s', list.rps.toFixed(0), `${rawList.rps.toFixed(0)} (raw driver find)`, pct(ratio(list.rps, rawList.rps))],
     ['GET /v1/events p50 / p99, ms', `${list.p50} / ${list.p99}`, `${rawList.p50} / ${rawList.p99} (raw driver)`, `${ratio(list.p99, rawList.p99).toFixed(1)}× p99`],
     ['export CSV, rows/s', exportPerSecond.toFixed(0), `${raw.perSecond.toFixed(0)} (raw driver cursor)`, pct(ratio(exportPerSecond, raw.perSecond))],

@@ -10,7 +10,7 @@ export const BATCH_SIZE = 100;
 /** Requests in flight: 800 events, enough to fill the writer's rounds without queueing for seconds. */
 const BATCH_CONNECTIONS = 8;
 
-const BATCH_BODIES = Array.from({ length: BODIES.length }, (_, b) =>
+export const BATCH_BODIES = Array.from({ length: BODIES.length }, (_, b) =>
   `{"events":[${Array.from({ length: BATCH_SIZE }, (_, i) => BODIES[(b + i) % BODIES.length]).join(',')}]}`,
 );
 

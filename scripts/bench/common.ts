@@ -6,6 +6,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { MongoClient } from 'mongodb';
+import { ApiKeyRepository } from '../../src/db/apiKeyRepository';
+import { collections } from '../../src/db/database';
+import { OrgRepository } from '../../src/db/orgRepository';
 
 export const ROOT = join(__dirname, '..', '..');
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -66,6 +70,24 @@ export async function startProcess(script: string, env: Record<string, string>, 
     });
   });
   return { url: `http://127.0.0.1:${port}`, child };
+}
+
+/** A service process on a fresh database `dbName`, with one organization and its key; `close` stops it and drops the database. */
+export async function serviceWithKey(uri: string, dbName: string, cwd = ROOT): Promise<{ service: Proc; headers: Record<string, string>; close: () => Promise<void> }> {
+  const service = await startProcess('src/main.ts', serviceEnv(uri, dbName), cwd);
+  const client = await MongoClient.connect(uri);
+  const c = collections(client.db(dbName));
+  const org = await new OrgRepository(c, { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 }).create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+  const { key } = await new ApiKeyRepository(c).forOrg(org._id).create('bench', new Date());
+  return {
+    service,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    close: async () => {
+      await stop(service);
+      await client.db(dbName).dropDatabase();
+      await client.close();
+    },
+  };
 }
 
 /** Stops a process with SIGTERM; resolves with the milliseconds it took to exit. */

@@ -9,12 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MongoClient } from 'mongodb';
-import { collections } from '../../src/db/database';
-import { ApiKeyRepository } from '../../src/db/apiKeyRepository';
-import { OrgRepository } from '../../src/db/orgRepository';
 import { BATCH_SIZE, loadBatches } from './batchIngest';
-import { loadWithCpu, ROOT, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './common';
+import { loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests } from './common';
 
 /** The last commit before the ledger: issue 10's fuzz change, just before the first ledger commit. */
 export const BASELINE_COMMIT = '7c74f65';
@@ -31,21 +27,14 @@ export interface ABResult {
 }
 
 async function measure(uri: string, dbName: string, cwd: string): Promise<Side> {
-  const service = await startProcess('src/main.ts', serviceEnv(uri, dbName), cwd);
+  const { service, headers, close } = await serviceWithKey(uri, dbName, cwd);
   try {
-    const client = await MongoClient.connect(uri);
-    const c = collections(client.db(dbName));
-    const org = await new OrgRepository(c, { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 }).create({ name: 'A/B', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
-    const { key } = await new ApiKeyRepository(c).forOrg(org._id).create('bench', new Date());
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const pid = service.child.pid ?? 0;
     const single = await loadWithCpu(pid, { url: service.url, headers, requests: singleEventRequests() });
     const batch = await loadBatches(service.url, headers, pid);
-    await client.db(dbName).dropDatabase();
-    await client.close();
     return { single: single.rps, singleCpuMs: single.cpuMsPerRequest, batch: batch.eventsPerSecond, batchCpuMs: batch.cpuMsPerEvent };
   } finally {
-    await stop(service);
+    await close();
   }
 }
 
