@@ -6,7 +6,7 @@
  * takes to exit after SIGTERM. Not a test: it prints and records figures.
  */
 import type { Services } from '../../src/services/container';
-import { BODIES, CONNECTIONS, load, type Load, type Proc, SECONDS, serviceEnv, startProcess, stop } from './common';
+import { BODIES, CONNECTIONS, load, type Load, type Proc, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
 
 const WARM_UP_SECONDS = 2;
 
@@ -31,7 +31,8 @@ async function gapless(services: Services, tenants: string[]): Promise<boolean> 
   return true;
 }
 
-async function run(uri: string, dbName: string, services: Services, processes: number, organizations: number): Promise<ScaleRun> {
+/** One run: `processes` service processes of the checkout at `cwd`, loaded alike, writing `organizations` new organizations. */
+export async function scaleRun(uri: string, dbName: string, services: Services, processes: number, organizations: number, cwd = ROOT): Promise<ScaleRun> {
   const keys: string[] = [];
   const tenants: string[] = [];
   for (let i = 0; i < organizations; i++) {
@@ -39,7 +40,7 @@ async function run(uri: string, dbName: string, services: Services, processes: n
     keys.push((await services.apiKeys.forOrg(org._id).create('bench', new Date())).key);
     tenants.push(org._id);
   }
-  const procs = await Promise.all(Array.from({ length: processes }, () => startProcess('src/main.ts', serviceEnv(uri, dbName))));
+  const procs = await Promise.all(Array.from({ length: processes }, () => startProcess('src/main.ts', serviceEnv(uri, dbName), cwd)));
   let n = 0;
   const loadOf = (proc: Proc, seconds: number) =>
     load({
@@ -73,7 +74,7 @@ export async function measureScaleOut(uri: string, dbName: string, services: Ser
   const runs: ScaleRun[] = [];
   for (const organizations of [1, 16]) {
     for (const processes of [1, 2, 4]) {
-      const result = await run(uri, dbName, services, processes, organizations);
+      const result = await scaleRun(uri, dbName, services, processes, organizations);
       runs.push(result);
       console.log(describeRun(result, runs.find((r) => r.organizations === organizations && r.processes === 1) ?? result));
     }
