@@ -74,16 +74,16 @@ export function freshStamp(count: number, receivedAt: Date, apiKeyId: string): S
   return { ids: Array.from({ length: count }, () => uuidv7()), receivedAt, apiKeyId };
 }
 
-/**
- * The request as validated, hashed: every field as it would be stored, in a fixed order, so neither
- * the body's layout, nor its key order, nor `null` against an absent field, nor a timestamp's offset
- * changes it. Metadata counts as its JSON text: it is stored exactly, key order included.
- */
 /** A claim's `_id`: one key per organization. */
 export function claimIdOf(tenant: string, key: string): string {
   return createHash('sha256').update(`${tenant}\n${key}`).digest('hex');
 }
 
+/**
+ * The request as validated, hashed: every field as it would be stored, in a fixed order, so neither
+ * the body's layout, nor its key order, nor `null` against an absent field, nor a timestamp's offset
+ * changes it. Metadata counts as its JSON text: it is stored exactly, key order included.
+ */
 export function requestHash(kind: WriteKind, contents: EventContent[]): string {
   const fields = contents.map((c) => [
     c.ts?.toISOString() ?? null, c.actor_id, c.actor_name, c.actor_email, c.action,

@@ -55,10 +55,16 @@ export class LedgerService {
   }
 
   async proof(principal: Principal, id: string, treeSize: number | undefined): Promise<TInclusionProof> {
-    const doc = isEventId(id) ? await new EventReader(this.c, principal.tenant).get(id) : null;
+    // The event and, unless a size is asked for, the newest checkpoint at once: usually it covers the event.
+    const [doc, newest] = await Promise.all([
+      isEventId(id) ? new EventReader(this.c, principal.tenant).get(id) : null,
+      treeSize === undefined ? this.ledger.newestCheckpoint(principal.tenant) : null,
+    ]);
     if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
     const index = doc.seq - 1;
-    const checkpoint = treeSize === undefined ? await this.ledger.checkpointCovering(principal.tenant, index) : await this.signedOfSize(principal.tenant, treeSize, 'tree_size');
+    const checkpoint = treeSize !== undefined
+      ? await this.signedOfSize(principal.tenant, treeSize, 'tree_size')
+      : newest && newest.size > index ? newest : await this.ledger.checkpointCovering(principal.tenant, index);
     if (!checkpoint) throw noCheckpoint('No checkpoint includes this event yet; retry in a second');
     if (checkpoint.size <= index) {
       throw new AppError('VALIDATION_FAILED', `Invalid request: the tree of size ${checkpoint.size} does not include this event (leaf ${index})`, { fields: ['tree_size'] });

@@ -47,7 +47,8 @@ export async function rangeHash(node: NodeSource, lo: number, hi: number): Promi
   if (n === 0) return EMPTY_ROOT;
   if (isPowerOfTwo(n) && lo % n === 0) return node(Math.log2(n), lo / n);
   const k = splitPoint(n);
-  return nodeHash(await rangeHash(node, lo, lo + k), await rangeHash(node, lo + k, hi));
+  const [left, right] = await Promise.all([rangeHash(node, lo, lo + k), rangeHash(node, lo + k, hi)]);
+  return nodeHash(left, right);
 }
 
 export function rootHash(node: NodeSource, size: number): Promise<Buffer> {
@@ -57,28 +58,29 @@ export function rootHash(node: NodeSource, size: number): Promise<Buffer> {
 /** The audit path of leaf `index` in the tree of `size` leaves, from the leaf upwards (RFC 9162 §2.1.3.1). */
 export async function inclusionProof(node: NodeSource, index: number, size: number): Promise<Buffer[]> {
   if (!(index >= 0 && index < size)) throw new RangeError(`leaf ${index} is not in a tree of ${size}`);
-  const path: Buffer[] = [];
+  // Walk down from the root, asking for each sibling; the path lists them from the bottom. The
+  // siblings are asked for all at once: from the database, the tiles they need are read in parallel.
+  const path: Promise<Buffer>[] = [];
   let lo = 0;
   let hi = size;
-  // Walk down from the root, collecting each sibling; the path lists them from the bottom.
   while (hi - lo > 1) {
     const k = splitPoint(hi - lo);
     if (index < lo + k) {
-      path.push(await rangeHash(node, lo + k, hi));
+      path.push(rangeHash(node, lo + k, hi));
       hi = lo + k;
     } else {
-      path.push(await rangeHash(node, lo, lo + k));
+      path.push(rangeHash(node, lo, lo + k));
       lo += k;
     }
   }
-  return path.reverse();
+  return (await Promise.all(path)).reverse();
 }
 
 /** The consistency proof from the tree of `from` leaves to that of `to` (RFC 9162 §2.1.4.1). */
 export async function consistencyProof(node: NodeSource, from: number, to: number): Promise<Buffer[]> {
   if (!(from >= 0 && from <= to)) throw new RangeError(`no consistency proof from ${from} to ${to}`);
   if (from === 0 || from === to) return [];
-  const proof: Buffer[] = [];
+  const proof: Promise<Buffer>[] = [];
   let lo = 0;
   let hi = to;
   let m = from;
@@ -86,17 +88,17 @@ export async function consistencyProof(node: NodeSource, from: number, to: numbe
   while (m !== hi - lo) {
     const k = splitPoint(hi - lo);
     if (m <= k) {
-      proof.push(await rangeHash(node, lo + k, hi));
+      proof.push(rangeHash(node, lo + k, hi));
       hi = lo + k;
     } else {
-      proof.push(await rangeHash(node, lo, lo + k));
+      proof.push(rangeHash(node, lo, lo + k));
       lo += k;
       m -= k;
       complete = false;
     }
   }
-  if (!complete) proof.push(await rangeHash(node, lo, hi));
-  return proof.reverse();
+  if (!complete) proof.push(rangeHash(node, lo, hi));
+  return (await Promise.all(proof)).reverse();
 }
 
 /** An in-memory NodeSource over all the leaf hashes of a tree (tests, the offline verifier, the audit). */
