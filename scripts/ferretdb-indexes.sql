@@ -21,7 +21,8 @@ ALTER DATABASE :"dbname" SET plan_cache_mode = force_custom_plan;
 CREATE OR REPLACE FUNCTION audit_ledger_gin_fields(tbl text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
     WHEN tbl ~ '^events_[0-9a-f]{8}$' THEN ARRAY['_id', 'seq', 'actor_id', 'action', 'resource_id', 'organization_id']
-    WHEN tbl ~ '^(api_keys|sessions|idempotency_keys|ledger_tiles|ledger_heads)_[0-9a-f]{8}$' THEN ARRAY['_id']
+    WHEN tbl ~ '^(api_keys|sessions|idempotency_keys|ledger_heads)_[0-9a-f]{8}$' THEN ARRAY['_id']
+    WHEN tbl ~ '^ledger_tiles_[0-9a-f]{8}$' THEN ARRAY['_id', 'tile']
     WHEN tbl ~ '^ledger_checkpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
     ELSE ARRAY[]::text[]
   END

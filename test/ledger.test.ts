@@ -7,9 +7,11 @@ import { eventSha256, leafBytes } from '../src/domain/ledger/eventHash';
 import { leafHash, verifyConsistency, verifyInclusion } from '../src/domain/ledger/merkle';
 import { parseCheckpoint } from '../src/domain/ledger/formats';
 import { openNote, parseVerifierKey } from '../src/domain/ledger/note';
+import type { CommandStartedEvent, Document } from 'mongodb';
 import { call, eventBody } from './helpers/api';
 import { twoProcessesOnOneDatabase } from './helpers/cluster';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
+import { queryShapeProblem } from './helpers/queryShapes';
 
 const b64 = (s: string) => Buffer.from(s, 'base64');
 
@@ -98,6 +100,42 @@ describe('in one process', () => {
     await heads.deleteOne({ _id: org.id });
     expect(await newest()).toBe(3);
     expect(await heads.findOne({ _id: org.id })).toEqual({ _id: org.id, size: 3 });
+  });
+
+  test('a tile\'s partial versions are deleted once it is full; older trees are then proven from its prefix', async () => {
+    const org = await app.org();
+    const deletes: Document[] = [];
+    const watch = (event: CommandStartedEvent) => {
+      if (event.commandName === 'delete' && event.command.delete === 'ledger_tiles') deletes.push(...(event.command.deletes as { q: Document }[]).map((d) => d.q));
+    };
+    app.client.on('commandStarted', watch);
+    // Three checkpoints, 100 events apart: tile 0 of level 0 is partial at 100 and 200, full at 300.
+    const ids: string[] = [];
+    const sizes: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const batch = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: 100 }, () => eventBody()) } });
+      ids.push(...batch.body.events.map((e: { id: string }) => e.id));
+      sizes.push((await call(`${app.url}/v1/events/${ids[ids.length - 1]}/proof`, { key: org.key })).body.tree_size);
+    }
+    app.client.off('commandStarted', watch);
+    expect(sizes).toEqual([100, 200, 300]);
+    const versions = await app.services.collections.ledgerTiles.find({ tenant: org.id }, { projection: { _id: 1 } }).toArray();
+    expect(versions.map((v) => v._id).sort()).toEqual([`${org.id}/0/0/256`, `${org.id}/0/1/044`, `${org.id}/1/0/001`]);
+    // The deletion names the tile (an index serves it on MongoDB: the query-shape check).
+    expect(deletes).toEqual([{ tenant: org.id, tile: `${org.id}/0/0`, width: { $lt: 256 } }]);
+    expect(deletes.map((q) => queryShapeProblem({ collection: 'ledger_tiles', command: 'delete', filter: q, sort: [] }))).toEqual([null]);
+
+    // Proofs in the trees whose partial tiles are gone, and consistency from them, still verify.
+    const first = await verifiedCheckpoint(app.url, org, (await call(`${app.url}/v1/events/${ids[0]}/proof?tree_size=100`, { key: org.key })).body.checkpoint);
+    for (const [size, index] of [[100, 0], [100, 99], [200, 150]] as const) {
+      const res = await call(`${app.url}/v1/events/${ids[index]}/proof?tree_size=${size}`, { key: org.key });
+      expect(res.status).toBe(200);
+      const checkpoint = await verifiedCheckpoint(app.url, org, res.body.checkpoint);
+      expect(verifyInclusion(index, size, leafHash(b64(res.body.leaf)), res.body.inclusion_path.map(b64), checkpoint.root)).toBe(true);
+    }
+    const consistency = await call(`${app.url}/v1/ledger/consistency?from=100&to=300`, { key: org.key });
+    const last = await verifiedCheckpoint(app.url, org, consistency.body.checkpoint);
+    expect(verifyConsistency(100, 300, consistency.body.proof.map(b64), first.root, last.root)).toBe(true);
   });
 });
 

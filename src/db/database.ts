@@ -75,7 +75,9 @@ const SESSION_INDEXES: IndexDescription[] = [
 // (no TTL index: FerretDB 1.24 does not implement them).
 const IDEMPOTENCY_INDEXES: IndexDescription[] = [{ key: { expires_at: 1 }, name: 'expires_at' }];
 
-// Tiles are read by `_id` only (it names the tenant, the position and the width).
+// Tiles are read by `_id` (it names the tenant, the position and the width); a tile's partial versions
+// are deleted by tile once it is full.
+const TILE_INDEXES: IndexDescription[] = [{ key: { tenant: 1, tile: 1 }, name: 'tenant_tile' }];
 // An organization's newest checkpoint, and the one of a given size.
 const CHECKPOINT_INDEXES: IndexDescription[] = [{ key: { tenant: 1, size: -1 }, name: 'tenant_size' }];
 
@@ -94,6 +96,7 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   sessions: SESSION_INDEXES,
   auth_attempts: AUTH_ATTEMPT_INDEXES,
   idempotency_keys: IDEMPOTENCY_INDEXES,
+  ledger_tiles: TILE_INDEXES,
   ledger_checkpoints: CHECKPOINT_INDEXES,
 };
 
@@ -106,5 +109,6 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of SESSION_INDEXES) await c.sessions.createIndexes([spec]);
   for (const spec of AUTH_ATTEMPT_INDEXES) await c.authAttempts.createIndexes([spec]);
   for (const spec of IDEMPOTENCY_INDEXES) await c.idempotencyClaims.createIndexes([spec]);
+  for (const spec of TILE_INDEXES) await c.ledgerTiles.createIndexes([spec]);
   for (const spec of CHECKPOINT_INDEXES) await c.ledgerCheckpoints.createIndexes([spec]);
 }

@@ -149,12 +149,16 @@ export interface IdempotencyClaimDoc {
  * A tile of an organization's Merkle tree (C2SP tlog-tiles layout): up to 256 consecutive hashes of
  * one level of the tile tree (level 0: leaf hashes; level L: roots of complete 256^L-leaf subtrees).
  * Written once under an id that includes its width, so writers never overwrite each other: a partial
- * tile at the tree's right edge is written again, wider, as the tree grows.
+ * tile at the tree's right edge is written again, wider, as the tree grows, and its partial versions
+ * are deleted once it is full (its prefix serves every older tree, as C2SP tlog-tiles allows).
  */
 export interface LedgerTileDoc {
-  /** `<tenant>/<level>/<index>/<width, 3 digits>`. */
+  /** `<tile>/<width, 3 digits>`. */
   _id: string;
   tenant: string;
+  /** `<tenant>/<level>/<index>`: the same for every width of one tile. */
+  tile: string;
+  width: number;
   /** The width × 32 bytes of the hashes. */
   hashes: Binary;
 }

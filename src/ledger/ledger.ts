@@ -20,7 +20,7 @@ import { type Signer, signNote, type Verifier } from '../domain/ledger/note';
 import type { Collections } from '../db/database';
 import type { EventDoc, LedgerCheckpointDoc, LedgerTileDoc } from '../db/documents';
 import { describeDbError, DUPLICATE_KEY, insertUnlessTaken, isDuplicateKey } from '../db/errors';
-import { entriesAt, TileReader, tileDoc, TILE_WIDTH, subtreeRoot } from './tiles';
+import { entriesAt, TileReader, tileDoc, tileKey, TILE_WIDTH, subtreeRoot } from './tiles';
 
 /** Events integrated in one round of one organization; the rest waits for the next round. */
 const MAX_ROUND = 20_000;
@@ -175,6 +175,8 @@ export class Ledger {
     const reader = new TileReader(this.c, tenant);
     const edges = state.edges.map((edge) => [...edge]);
     const writes: LedgerTileDoc[] = [];
+    // Tiles this round fills that an earlier checkpoint left partial: their partial versions go once it is signed.
+    const filled: string[] = [];
     let size = from;
     for (const leaf of leaves) {
       size++;
@@ -185,6 +187,7 @@ export class Ledger {
         if (edge.length < TILE_WIDTH) break;
         const index = entriesAt(size, level) / TILE_WIDTH - 1;
         writes.push(tileDoc(tenant, level, index, edge));
+        if (entriesAt(from, level) > index * TILE_WIDTH) filled.push(tileKey(tenant, level, index));
         reader.remember(level, index, edge);
         carry = subtreeRoot(edge);
         edges[level] = [];
@@ -214,6 +217,20 @@ export class Ledger {
     state.size = size;
     state.edges = edges;
     for (const seq of [...state.pending.keys()]) if (seq <= size) state.pending.delete(seq);
+    await this.deletePartialVersions(tenant, filled);
+  }
+
+  /**
+   * Deletes the partial versions of tiles now full: the full tile's prefix serves every tree they
+   * served (TileReader falls back to it). Without this, a log growing by a few events per round would
+   * keep a partial tile per round, some KiB each, for ever. A failure leaves only garbage: logged.
+   */
+  private async deletePartialVersions(tenant: string, tiles: string[]): Promise<void> {
+    for (const tile of tiles) {
+      await this.c.ledgerTiles.deleteMany({ tenant, tile, width: { $lt: TILE_WIDTH } }).catch((error: unknown) => {
+        this.log.warn({ tenant, tile, error: describeDbError(error) }, 'could not delete the partial versions of a full ledger tile');
+      });
+    }
   }
 
   /** Picks up the tree of the newest checkpoint (another instance's, or this one's before a restart). */

@@ -7,12 +7,18 @@
 import { Binary } from 'mongodb';
 import { HASH_BYTES, nodeHash, type NodeSource } from '../domain/ledger/merkle';
 import type { Collections } from '../db/database';
+import type { LedgerTileDoc } from '../db/documents';
 
 export const TILE_WIDTH = 256;
 export const TILE_HEIGHT = 8;
 
+/** A tile's name, whatever its width: `<tenant>/<level>/<index>`. */
+export function tileKey(tenant: string, level: number, index: number): string {
+  return `${tenant}/${level}/${index}`;
+}
+
 export function tileId(tenant: string, level: number, index: number, width: number): string {
-  return `${tenant}/${level}/${index}/${String(width).padStart(3, '0')}`;
+  return `${tileKey(tenant, level, index)}/${String(width).padStart(3, '0')}`;
 }
 
 /** How many nodes the tree of `size` leaves has at tile level L (tree level 8L). */
@@ -101,6 +107,6 @@ export class TileReader {
   }
 }
 
-export function tileDoc(tenant: string, level: number, index: number, hashes: Buffer[]) {
-  return { _id: tileId(tenant, level, index, hashes.length), tenant, hashes: new Binary(Buffer.concat(hashes)) };
+export function tileDoc(tenant: string, level: number, index: number, hashes: Buffer[]): LedgerTileDoc {
+  return { _id: tileId(tenant, level, index, hashes.length), tenant, tile: tileKey(tenant, level, index), width: hashes.length, hashes: new Binary(Buffer.concat(hashes)) };
 }
