@@ -67,6 +67,10 @@ describe('published RFC 6962 vectors', () => {
     expect(proof.map((p) => p.toString('hex'))).toEqual(expected);
     expect(verifyConsistency(from, to, proof, hex(ROOTS[from] as string), hex(ROOTS[to] as string))).toBe(true);
   });
+  test('a leaf given as text is hashed as its UTF-8 bytes (the ingest path hashes the leaf JSON so)', () => {
+    expect(leafHash('').toString('hex')).toBe(ROOTS[1]);
+    for (const text of ['{"event_sha256":"ab","org":"o","seq":1,"v":1}', 'é\u0000€😀']) expect(leafHash(text).equals(leafHash(Buffer.from(text, 'utf8')))).toBe(true);
+  });
   test('edge cases of the verifiers', () => {
     const some = hex(ROOTS[3] as string);
     expect(verifyConsistency(0, 5, [], EMPTY_ROOT, some)).toBe(true);

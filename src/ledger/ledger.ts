@@ -13,9 +13,9 @@
  */
 import { MongoServerError } from 'mongodb';
 import type { Logger } from 'pino';
-import { eventSha256OfParts, leafBytes } from '../domain/ledger/eventHash';
+import { eventSha256OfParts } from '../domain/ledger/eventHash';
 import { consistencyProof, inclusionProof, leafHash, type NodeSource, rootHash } from '../domain/ledger/merkle';
-import { checkpointText } from '../domain/ledger/formats';
+import { checkpointText, leafJson } from '../domain/ledger/formats';
 import { type Signer, signNote, type Verifier } from '../domain/ledger/note';
 import type { Collections } from '../db/database';
 import type { EventDoc, LedgerCheckpointDoc, LedgerTileDoc } from '../db/documents';
@@ -83,7 +83,7 @@ export function receiptOf(doc: EventDoc): Receipt {
 }
 
 export function leafHashOf(doc: EventDoc): Buffer {
-  return leafHash(leafBytes(doc.tenant, doc.seq, eventHashOf(doc)));
+  return leafHash(leafJson(doc.tenant, doc.seq, eventHashOf(doc)));
 }
 
 export class Ledger {

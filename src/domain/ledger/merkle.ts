@@ -14,9 +14,12 @@ export const HASH_BYTES = 32;
 const LEAF_PREFIX = Buffer.of(0);
 const NODE_PREFIX = Buffer.of(1);
 
-/** SHA-256(0x00 ‖ leaf). */
-export function leafHash(leaf: Uint8Array): Buffer {
-  return hash('sha256', Buffer.concat([LEAF_PREFIX, leaf]), 'buffer');
+/**
+ * SHA-256(0x00 ‖ leaf), the leaf as bytes or as text (hashed as its UTF-8, where U+0000 is the byte
+ * 0x00): the ingest path has the leaf's JSON, and hashing it directly saves two buffers per event.
+ */
+export function leafHash(leaf: Uint8Array | string): Buffer {
+  return typeof leaf === 'string' ? hash('sha256', `\0${leaf}`, 'buffer') : hash('sha256', Buffer.concat([LEAF_PREFIX, leaf]), 'buffer');
 }
 
 /** SHA-256(0x01 ‖ left ‖ right). */
