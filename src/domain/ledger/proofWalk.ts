@@ -8,27 +8,35 @@ export type Combine<H> = (left: H, right: H) => H;
 
 const half = (n: number) => Math.floor(n / 2);
 
-/** The root that an inclusion path implies, or null when no tree of `size` has such a path for `index`. */
-export function rootFromInclusion<H>(index: number, size: number, leaf: H, path: readonly H[], node: Combine<H>): H | null {
-  if (!(index >= 0 && index < size)) return null;
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
-  for (const p of path) {
-    if (sn === 0) return null;
+/**
+ * The walk both verifications share: for each hash of `hashes`, whether it is a left sibling (`left`)
+ * or a right one (`right`) of the node reached so far, from the node at (`fn`, `sn`). False when the
+ * hashes do not fit a tree of that shape (too many, or too few to reach the root).
+ */
+function walk<H>(fn: number, sn: number, hashes: readonly H[], left: (h: H) => void, right: (h: H) => void): boolean {
+  for (const h of hashes) {
+    if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
-      r = node(p, r);
+      left(h);
       while (fn % 2 === 0 && fn !== 0) {
         fn = half(fn);
         sn = half(sn);
       }
     } else {
-      r = node(r, p);
+      right(h);
     }
     fn = half(fn);
     sn = half(sn);
   }
-  return sn === 0 ? r : null;
+  return sn === 0;
+}
+
+/** The root that an inclusion path implies, or null when no tree of `size` has such a path for `index`. */
+export function rootFromInclusion<H>(index: number, size: number, leaf: H, path: readonly H[], node: Combine<H>): H | null {
+  if (!(index >= 0 && index < size)) return null;
+  let r = leaf;
+  const fits = walk(index, size - 1, path, (p) => { r = node(p, r); }, (p) => { r = node(r, p); });
+  return fits ? r : null;
 }
 
 /**
@@ -47,20 +55,9 @@ export function rootsFromConsistency<H>(from: number, to: number, proof: readonl
   }
   let fr = path[0] as H;
   let sr = fr;
-  for (const c of path.slice(1)) {
-    if (sn === 0) return null;
-    if (fn % 2 === 1 || fn === sn) {
-      fr = node(c, fr);
-      sr = node(c, sr);
-      while (fn % 2 === 0 && fn !== 0) {
-        fn = half(fn);
-        sn = half(sn);
-      }
-    } else {
-      sr = node(sr, c);
-    }
-    fn = half(fn);
-    sn = half(sn);
-  }
-  return sn === 0 ? [fr, sr] : null;
+  const fits = walk(fn, sn, path.slice(1), (c) => {
+    fr = node(c, fr);
+    sr = node(c, sr);
+  }, (c) => { sr = node(sr, c); });
+  return fits ? [fr, sr] : null;
 }
