@@ -23,6 +23,9 @@ export const BODIES = Array.from({ length: ACTORS }, (_, i) => JSON.stringify({
   metadata: { field: 'role', old_value: 'member', new_value: 'admin', ip: '203.0.113.7' },
 }));
 
+/** Plan caps for the benchmark's organizations (all on `enterprise`, with a cap no run reaches). */
+export const BENCH_PLAN_CAPS = { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 };
+
 /** Single-event creates (POST /v1/events), rotating over the bodies. */
 export function singleEventRequests(): autocannon.Request[] {
   let next = 0;
@@ -77,7 +80,7 @@ export async function serviceWithKey(uri: string, dbName: string, cwd = ROOT): P
   const service = await startProcess('src/main.ts', serviceEnv(uri, dbName), cwd);
   const client = await MongoClient.connect(uri);
   const c = collections(client.db(dbName));
-  const org = await new OrgRepository(c, { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 }).create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+  const org = await new OrgRepository(c, BENCH_PLAN_CAPS).create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
   const { key } = await new ApiKeyRepository(c).forOrg(org._id).create('bench', new Date());
   return {
     service,

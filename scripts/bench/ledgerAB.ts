@@ -14,7 +14,7 @@ import { MongoClient } from 'mongodb';
 import { createLogger } from '../../src/logger';
 import { createServices } from '../../src/services/container';
 import { BATCH_SIZE, loadBatches } from './batchIngest';
-import { loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests } from './common';
+import { BENCH_PLAN_CAPS, loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests } from './common';
 import { type ScaleRun, scaleRun } from './scaleOut';
 
 /** The last commit before the ledger: issue 10's fuzz change, just before the first ledger commit. */
@@ -56,7 +56,7 @@ async function measureIngest(uri: string, dbName: string, cwd: string): Promise<
 async function measureScale(uri: string, dbName: string, cwd: string): Promise<Side['scale']> {
   const client = await MongoClient.connect(uri);
   try {
-    const services = await createServices(client.db(dbName), { planCaps: { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 } }, { now: () => new Date() }, createLogger('silent'));
+    const services = await createServices(client.db(dbName), { planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
     const runs: Side['scale'] = [];
     for (const organizations of SCALE_ORGANIZATIONS) {
       const one = await scaleRun(uri, dbName, services, 1, organizations, cwd);
