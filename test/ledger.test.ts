@@ -65,6 +65,23 @@ describe('in one process', () => {
     expect(old.body.checkpoint).toBe(first.body.checkpoint);
   });
 
+  test('a receipt is the event\'s hash whoever answers it: the write, a replay before its checkpoint, a replay after', async () => {
+    const org = await app.org();
+    const body = { events: Array.from({ length: 5 }, (_, i) => eventBody({ actor: { id: `r${i}` }, metadata: { z: i, a: ['é', { y: null, b: true }] } })) };
+    const headers = { 'idempotency-key': 'receipts-1' };
+    const written = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });
+    expect(written.status).toBe(201);
+    const receipts = written.body.events.map((event: Parameters<typeof eventSha256>[0], i: number) => ({ leaf_index: i, event_sha256: eventSha256(event) }));
+    expect(written.body.ledger).toEqual(receipts);
+    // At once (the hashes still wait for integration in this process), then once a checkpoint covers them.
+    const early = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });
+    expect(early.headers.get('idempotent-replayed')).toBe('true');
+    expect(early.body.ledger).toEqual(receipts);
+    expect((await call(`${app.url}/v1/events/${written.body.events[4].id}/proof`, { key: org.key })).status).toBe(200);
+    const late = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });
+    expect(late.body.ledger).toEqual(receipts);
+  });
+
   test('organizations have separate logs; unknown sizes and events are 404', async () => {
     const [a, b] = [await app.org(), await app.org()];
     const created = await call(`${app.url}/v1/events`, { key: a.key, body: eventBody() });

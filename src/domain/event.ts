@@ -17,23 +17,22 @@ export const LIMITS = { id: 256, name: 1024, email: 320, cursor: 512, bodyBytes:
  * What is wrong with a metadata object, or null: objects or arrays nested deeper than
  * LIMITS.metadataDepth levels (said first), or a string or key with an unpaired UTF-16 surrogate, which
  * the ledger's canonical JSON (RFC 8785) cannot represent. One iterative walk: the values it guards
- * against would overflow the stack of any recursive one, JSON.stringify's included.
+ * against would overflow the stack of any recursive one, JSON.stringify's included. Only objects and
+ * arrays are stacked, strings are checked where they are met: it runs for every event written.
  */
 function metadataProblem(value: Record<string, unknown>): string | null {
   const max = LIMITS.metadataDepth;
   let unpaired = false;
-  const stack: [unknown, number][] = [[value, 1]];
+  const stack: [object, number][] = [[value, 1]];
   while (stack.length) {
-    const [current, depth] = stack.pop() as [unknown, number];
-    if (typeof current === 'string') {
-      unpaired ||= !current.isWellFormed();
-      continue;
-    }
-    if (typeof current !== 'object' || current === null) continue;
+    const [current, depth] = stack.pop() as [object, number];
     if (depth > max) return `must not nest objects or arrays more than ${max} levels deep`;
-    for (const [key, child] of Object.entries(current)) {
-      unpaired ||= !key.isWellFormed();
-      stack.push([child, depth + 1]);
+    const isArray = Array.isArray(current);
+    for (const key of Object.keys(current)) {
+      if (!isArray) unpaired ||= !key.isWellFormed();
+      const child = (current as Record<string, unknown>)[key];
+      if (typeof child === 'string') unpaired ||= !child.isWellFormed();
+      else if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
     }
   }
   return unpaired ? 'must be well-formed Unicode (a string in it has an unpaired surrogate)' : null;

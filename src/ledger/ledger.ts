@@ -47,10 +47,11 @@ interface LogState {
   /** Per tile level, the hashes of the partial tile at the tree's right edge. */
   edges: Buffer[][];
   /**
-   * The leaf hashes of events stored here and not integrated yet, by seq: 32 bytes each, not the
-   * documents, which would otherwise live a second longer than their request and burden the GC.
+   * The event hashes (hex) of events stored here and not integrated yet, by seq: not the documents,
+   * which would otherwise live a second longer than their request and burden the GC. Their leaves
+   * are hashed by the round; their receipts read the hash from here.
    */
-  pending: Map<number, Buffer>;
+  pending: Map<number, string>;
   /** The highest seq known stored. */
   head: number;
   loaded: boolean;
@@ -59,27 +60,16 @@ interface LogState {
   active: number;
 }
 
-const hashes = new WeakMap<EventDoc, string>();
-
-/** The SHA-256 of the event's canonical JSON, computed once per document object. */
+/** The SHA-256 of the event's canonical JSON. */
 export function eventHashOf(doc: EventDoc): string {
-  let hash = hashes.get(doc);
-  if (!hash) {
-    hash = eventSha256OfParts(
-      {
-        id: doc._id, timestamp: doc.ts.toISOString(), actor_id: doc.actor_id, actor_name: doc.actor_name, actor_email: doc.actor_email,
-        action: doc.action, resource_type: doc.resource_type, resource_id: doc.resource_id, resource_name: doc.resource_name,
-        organization_id: doc.organization_id, api_key_id: doc.api_key_id,
-      },
-      doc.metadata,
-    );
-    hashes.set(doc, hash);
-  }
-  return hash;
-}
-
-export function receiptOf(doc: EventDoc): Receipt {
-  return { leaf_index: doc.seq - 1, event_sha256: eventHashOf(doc) };
+  return eventSha256OfParts(
+    {
+      id: doc._id, timestamp: doc.ts.toISOString(), actor_id: doc.actor_id, actor_name: doc.actor_name, actor_email: doc.actor_email,
+      action: doc.action, resource_type: doc.resource_type, resource_id: doc.resource_id, resource_name: doc.resource_name,
+      organization_id: doc.organization_id, api_key_id: doc.api_key_id,
+    },
+    doc.metadata,
+  );
 }
 
 export function leafHashOf(doc: EventDoc): Buffer {
@@ -123,9 +113,18 @@ export class Ledger {
     for (const doc of docs) {
       const state = this.state(doc.tenant);
       state.active = Date.now();
-      state.pending.set(doc.seq, leafHashOf(doc));
+      state.pending.set(doc.seq, eventHashOf(doc));
       if (doc.seq > state.head) state.head = doc.seq;
     }
+  }
+
+  /**
+   * What a write answers about a stored event. An event stored here is hashed once: its hash waits
+   * in `pending` (a tenant's seq names one event); others (a replay, an event stored by another
+   * instance) are hashed now.
+   */
+  receipt(doc: EventDoc): Receipt {
+    return { leaf_index: doc.seq - 1, event_sha256: this.logs.get(doc.tenant)?.pending.get(doc.seq) ?? eventHashOf(doc) };
   }
 
   private state(tenant: string): LogState {
@@ -257,9 +256,9 @@ export class Ledger {
   private async leavesBetween(tenant: string, state: LogState, from: number, to: number): Promise<Buffer[]> {
     const leaves: Buffer[] = [];
     for (let seq = from + 1; seq <= to; seq++) {
-      const leaf = state.pending.get(seq);
-      if (leaf) {
-        leaves.push(leaf);
+      const eventHash = state.pending.get(seq);
+      if (eventHash) {
+        leaves.push(leafHash(leafJson(tenant, seq, eventHash)));
         continue;
       }
       const missingTo = Math.min(to, seq + 999);

@@ -65,7 +65,7 @@ export async function createServices(
   const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey, (docs) => { ledger.stored(docs); }), log, forgetKey, config.ingestWriters);
   const limits = config.limits ?? DEFAULT_LIMITS;
   const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
-  const events = new EventService(c, ingest, idempotent, clock, limits);
+  const events = new EventService(c, ingest, idempotent, clock, ledger, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,

@@ -9,7 +9,7 @@ import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
 import type { Ingest } from '../ingest/ingest';
-import { receiptOf } from '../ledger/ledger';
+import type { Ledger } from '../ledger/ledger';
 import type { ApiKeyPrincipal, Principal } from './auth';
 import { draftsOf, type EventContent, freshStamp, type IdempotentWrites, type WriteKind, type Written } from './idempotency';
 import { ExportSlots } from './exportSlots';
@@ -43,6 +43,8 @@ export class EventService {
     private readonly ingest: Ingest,
     private readonly idempotent: IdempotentWrites,
     private readonly clock: Clock,
+    /** Answers each write's ledger receipts. */
+    private readonly ledger: Pick<Ledger, 'receipt'>,
     private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs' | 'batchEvents'>,
   ) {
     this.exportSlots = new ExportSlots(limits.exportsPerOrg);
@@ -60,7 +62,7 @@ export class EventService {
     if (problems.length) throw this.metadataTooLarge(problems);
     const { docs, replayed } = await this.store(principal, 'event', [content], key);
     const doc = docs[0] as EventDoc;
-    return { output: { success: true, event: toEvent(doc), ledger: receiptOf(doc) }, replayed };
+    return { output: { success: true, event: toEvent(doc), ledger: this.ledger.receipt(doc) }, replayed };
   }
 
   /** Many events, stored all or none toward the caller, in order (README, "Batches"). */
@@ -72,7 +74,7 @@ export class EventService {
     const contents = events.map((input, i) => this.contentOf(principal.tenant, input, `events[${i}].metadata`, problems));
     if (problems.length) throw this.metadataTooLarge(problems);
     const { docs, replayed } = await this.store(principal, 'batch', contents, key);
-    return { output: { success: true, events: docs.map(toEvent), ledger: docs.map(receiptOf) }, replayed };
+    return { output: { success: true, events: docs.map(toEvent), ledger: docs.map((doc) => this.ledger.receipt(doc)) }, replayed };
   }
 
   private store(principal: ApiKeyPrincipal, kind: WriteKind, contents: EventContent[], key: string | undefined): Promise<Written> {
