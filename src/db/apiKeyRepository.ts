@@ -2,6 +2,7 @@
 import { generateApiKey, newPublicId } from '../domain/apiKey';
 import type { ApiKeyDoc } from './documents';
 import type { Collections } from './database';
+import { isDuplicateKey } from './errors';
 
 export interface ApiKeyView {
   id: string;
@@ -15,7 +16,7 @@ export interface ApiKeyView {
   status: 'active' | 'revoked';
 }
 
-/** Last-used time is written at most this often per key, so reads do not turn into writes. */
+/** Last-used time is written at most this often per key and process, so reads do not turn into writes. */
 export const LAST_USED_GRANULARITY_MS = 5 * 60_000;
 
 /** The API form of a key record: never the key, nor its hash. */
@@ -60,14 +61,25 @@ export class OrgApiKeys {
   /** Oldest first (the CLI's listing) or newest first (the dashboard's). */
   async list(order: 'oldest' | 'newest'): Promise<ApiKeyDoc[]> {
     const direction = order === 'oldest' ? 1 : -1;
-    return this.c.apiKeys.find({ org_id: this.orgId }).sort({ created_at: direction, key_id: direction }).toArray();
+    return withLastUse(this.c, await this.c.apiKeys.find({ org_id: this.orgId }).sort({ created_at: direction, key_id: direction }).toArray());
   }
 
   /** Revokes one of the organization's keys; null when it has no key with this id. Revoking twice keeps the first time. */
   async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
     await this.c.apiKeys.updateOne({ key_id: keyId, org_id: this.orgId, revoked_at: null }, { $set: { revoked_at: now } });
-    return this.c.apiKeys.findOne({ key_id: keyId, org_id: this.orgId });
+    const [doc] = await withLastUse(this.c, await this.c.apiKeys.find({ key_id: keyId, org_id: this.orgId }).toArray());
+    return doc ?? null;
   }
+}
+
+/** The keys with their last use filled in from `api_key_uses` (the later time, where an old database has one on the key too). */
+async function withLastUse(c: Collections, docs: ApiKeyDoc[]): Promise<ApiKeyDoc[]> {
+  if (docs.length === 0) return docs;
+  const uses = new Map((await c.apiKeyUses.find({ _id: { $in: docs.map((doc) => doc._id) } }).toArray()).map((use) => [use._id, use.last_used_at]));
+  return docs.map((doc) => {
+    const used = uses.get(doc._id);
+    return used && !(doc.last_used_at && doc.last_used_at > used) ? { ...doc, last_used_at: used } : doc;
+  });
 }
 
 /**
@@ -97,22 +109,20 @@ export class ApiKeyRepository {
   /** The operator's revocation by public id; null when no key has it. Revoking twice keeps the first time. */
   async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
     await this.c.apiKeys.updateOne({ key_id: keyId, revoked_at: null }, { $set: { revoked_at: now } });
-    return this.c.apiKeys.findOne({ key_id: keyId });
+    const [doc] = await withLastUse(this.c, await this.c.apiKeys.find({ key_id: keyId }).toArray());
+    return doc ?? null;
   }
 
-  /** Whether a use at `now` should be written: only when the known time is older than the granularity. */
-  useIsDue(doc: Pick<ApiKeyDoc, 'last_used_at'>, now: Date): boolean {
-    return !doc.last_used_at || now.getTime() - doc.last_used_at.getTime() >= LAST_USED_GRANULARITY_MS;
-  }
-
-  /** Records use coarsely; the condition keeps several processes from writing it more often. */
+  /**
+   * Records a use of the key with this hash, in `api_key_uses`, never in the key's document (see
+   * ApiKeyUseDoc). `$max`: uses recorded out of order keep the latest.
+   */
   async touch(hash: string, now: Date): Promise<void> {
-    await this.c.apiKeys.updateOne(
-      {
-        _id: hash,
-        $or: [{ last_used_at: null }, { last_used_at: { $lt: new Date(now.getTime() - LAST_USED_GRANULARITY_MS) } }],
-      },
-      { $set: { last_used_at: now } },
-    );
+    try {
+      await this.c.apiKeyUses.updateOne({ _id: hash }, { $max: { last_used_at: now } }, { upsert: true });
+    } catch (error) {
+      // Two first uses at once (FerretDB's upsert is not atomic): the other one was recorded.
+      if (!isDuplicateKey(error)) throw error;
+    }
   }
 }

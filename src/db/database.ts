@@ -1,13 +1,14 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import type {
-  AccountDoc, ApiKeyDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc, OrgDoc, SessionDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc, OrgDoc, SessionDoc,
 } from './documents';
 
 export interface Collections {
   events: Collection<EventDoc>;
   orgs: Collection<OrgDoc>;
   apiKeys: Collection<ApiKeyDoc>;
+  apiKeyUses: Collection<ApiKeyUseDoc>;
   accounts: Collection<AccountDoc>;
   sessions: Collection<SessionDoc>;
   authAttempts: Collection<AuthAttemptDoc>;
@@ -25,6 +26,7 @@ export function collections(db: Db): Collections {
     events: db.collection<EventDoc>('events'),
     orgs: db.collection<OrgDoc>('organizations'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
+    apiKeyUses: db.collection<ApiKeyUseDoc>('api_key_uses'),
     accounts: db.collection<AccountDoc>('accounts'),
     sessions: db.collection<SessionDoc>('sessions'),
     authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),

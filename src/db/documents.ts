@@ -52,7 +52,22 @@ export interface ApiKeyDoc {
   last4: string;
   created_at: Date;
   revoked_at: Date | null;
+  /**
+   * Null from creation on: uses are recorded in `api_key_uses` (ApiKeyUseDoc). A database written
+   * before may hold a time here, which still counts. The repository fills it in on the keys it lists.
+   */
   last_used_at: Date | null;
+}
+
+/**
+ * When a key was last used, apart from the key's own document: FerretDB loses one of two concurrent
+ * updates of a document (it writes back the whole document it read), so a use recorded at the moment
+ * of a revocation could undo the revocation. The revocation is the only update of a key's document.
+ */
+export interface ApiKeyUseDoc {
+  /** The key's hash (its document's `_id`). */
+  _id: string;
+  last_used_at: Date;
 }
 
 /** The API form of a stored event (interface.md §2.1); absent optional fields are null. */

@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/apiKey';
-import type { ApiKeyRepository } from '../db/apiKeyRepository';
+import { LAST_USED_GRANULARITY_MS, type ApiKeyRepository } from '../db/apiKeyRepository';
 import type { ApiKeyDoc } from '../db/documents';
 import type { Clock } from '../domain/time';
 
@@ -24,7 +24,7 @@ export type Principal = ApiKeyPrincipal | SessionPrincipal;
 export type AuthPurpose = 'read' | 'write';
 
 const WRITE_CACHE_MS = 10_000;
-const WRITE_CACHE_MAX = 10_000;
+const CACHE_MAX = 10_000;
 
 export type AuthResult =
   | { kind: 'missing' }
@@ -40,6 +40,8 @@ export class ApiKeyAuthenticator {
   private readonly inFlight = new Map<string, Promise<ApiKeyDoc | null>>();
   /** Keys found active recently, by hash, for writes only (see the module comment). */
   private readonly recentForWrites = new Map<string, { doc: ApiKeyDoc; at: number }>();
+  /** When this process last recorded each key's use (ms), by hash: at most once per LAST_USED_GRANULARITY_MS. */
+  private readonly usesRecorded = new Map<string, number>();
 
   constructor(
     private readonly keys: ApiKeyRepository,
@@ -71,7 +73,7 @@ export class ApiKeyAuthenticator {
   }
 
   private remember(doc: ApiKeyDoc, now: Date): void {
-    if (this.recentForWrites.size >= WRITE_CACHE_MAX) this.recentForWrites.clear();
+    if (this.recentForWrites.size >= CACHE_MAX) this.recentForWrites.clear();
     this.recentForWrites.set(doc._id, { doc, at: now.getTime() });
   }
 
@@ -85,9 +87,11 @@ export class ApiKeyAuthenticator {
   }
 
   private recordUse(doc: ApiKeyDoc, now: Date): void {
-    if (!this.keys.useIsDue(doc, now)) return;
-    // Noted on the shared document first, so concurrent requests do not all write it.
-    doc.last_used_at = now;
+    const recorded = this.usesRecorded.get(doc._id);
+    if (recorded !== undefined && now.getTime() - recorded < LAST_USED_GRANULARITY_MS) return;
+    // Noted first, so concurrent requests do not all write it.
+    if (this.usesRecorded.size >= CACHE_MAX) this.usesRecorded.clear();
+    this.usesRecorded.set(doc._id, now.getTime());
     // Off the request path: a failed last-used write must not fail the request it describes.
     this.keys.touch(doc._id, now).catch((err: unknown) => { this.log.warn({ err, keyId: doc.key_id }, 'could not record key use'); });
   }
