@@ -166,6 +166,9 @@ export class Ledger {
     if (!signer) throw new Error('this process has no ledger signing key');
     const newest = await this.newestCheckpoint(tenant);
     if (!state.loaded || (newest && newest.size > state.size)) await this.load(tenant, state, newest);
+    // A head behind what this instance signed: FerretDB lost a raise to a concurrent one (it writes back
+    // the whole document an update read, so of two `$max` at once the lower may win). Put it right.
+    else if ((newest?.size ?? 0) < state.size) await this.raiseHead(tenant, state.size);
     if (state.head <= state.size) return;
 
     const from = state.size;
