@@ -3,16 +3,21 @@
  * queries from unserved ones, or its silence would prove nothing.
  */
 import type { CommandStartedEvent } from 'mongodb';
-import { queryShapeOf, queryShapeProblem } from './helpers/queryShapes';
+import { queryShapeProblem, queryShapesOf } from './helpers/queryShapes';
 
 function find(collection: string, filter: object, sort?: object): CommandStartedEvent {
   return { commandName: 'find', command: { find: collection, filter, sort } } as unknown as CommandStartedEvent;
 }
 
 function problem(event: CommandStartedEvent): string | null {
-  const shape = queryShapeOf(event);
-  if (!shape) throw new Error('not a checked query');
-  return queryShapeProblem(shape);
+  const shapes = queryShapesOf(event);
+  if (shapes.length !== 1) throw new Error(`not one checked query: ${shapes.length}`);
+  return queryShapeProblem(shapes[0] as Parameters<typeof queryShapeProblem>[0]);
+}
+
+function write(kind: 'update' | 'delete', collection: string, ...filters: object[]): CommandStartedEvent {
+  const command = kind === 'update' ? { update: collection, updates: filters.map((q) => ({ q, u: { $set: { x: 1 } } })) } : { delete: collection, deletes: filters.map((q) => ({ q, limit: 0 })) };
+  return { commandName: kind, command } as unknown as CommandStartedEvent;
 }
 
 test('queries the service makes are served', () => {
@@ -30,5 +35,20 @@ test('queries that would scan, sort in memory or cross tenants are named', () =>
   expect(problem(find('events', { tenant: 'o' }, { actor_name: 1 }))).toMatch(/served by no declared index/);
   expect(problem(find('events', { tenant: 'o' }, { ts: -1, _id: 1 }))).toMatch(/served by no declared index/);
   expect(problem(find('sessions', { account_id: 'a' }))).toMatch(/served by no declared index/);
-  expect(queryShapeOf(find('organizations', {}))).toBeNull();
+  expect(queryShapesOf(find('organizations', {}))).toEqual([]);
+});
+
+test('updates and deletes are checked by their filters, and a sweep by a range on an index\'s first field is served', () => {
+  expect(problem(write('delete', 'sessions', { expires_at: { $lte: new Date() } }))).toBeNull();
+  expect(problem(write('update', 'api_keys', { key_id: 'k', org_id: 'o', revoked_at: null }))).toBeNull();
+  expect(problem(write('delete', 'ledger_tiles', { tenant: 'o', tile: 'o/0/1', width: { $lt: 256 } }))).toBeNull();
+  expect(problem(write('delete', 'sessions', { account_id: 'a' }))).toMatch(/delete on sessions .* served by no declared index/);
+  expect(problem(write('update', 'api_keys', { name: 'backend' }))).toMatch(/update on api_keys .* served by no declared index/);
+  // A range on a field an index holds second does not bound a walk of it.
+  expect(problem(write('delete', 'auth_attempts', { at: { $lte: new Date() } }))).toBeNull();
+  expect(problem(write('delete', 'ledger_tiles', { tile: { $gt: 'o/' } }))).toMatch(/served by no declared index/);
+  expect(problem(find('sessions', { expires_at: { $lte: new Date() } }, { account_id: 1 }))).toMatch(/served by no declared index/);
+  // Every filter of a multi-statement command is checked.
+  const both = queryShapesOf(write('delete', 'sessions', { _id: 's' }, { account_id: 'a' })).map(queryShapeProblem);
+  expect(both).toEqual([null, expect.stringMatching(/served by no declared index/)]);
 });

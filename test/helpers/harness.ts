@@ -11,7 +11,7 @@ import { type Config, DEFAULT_LIMITS, type Limits } from '../../src/config/env';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
-import { queryShapeOf, queryShapeProblem } from './queryShapes';
+import { queryShapeProblem, queryShapesOf } from './queryShapes';
 import type { Clock } from '../../src/domain/time';
 import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
@@ -86,9 +86,10 @@ export async function startTestApp(options: {
   // Every query the app sends, checked against the declared indexes when the suite closes it.
   const queryProblems = new Set<string>();
   client.on('commandStarted', (event) => {
-    const shape = queryShapeOf(event);
-    const problem = shape && queryShapeProblem(shape);
-    if (problem) queryProblems.add(problem);
+    for (const shape of queryShapesOf(event)) {
+      const problem = queryShapeProblem(shape);
+      if (problem) queryProblems.add(problem);
+    }
   });
   await client.connect();
   const dbName = options.sharedDbName ?? uniqueDbName(options.label);

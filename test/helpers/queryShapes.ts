@@ -1,16 +1,18 @@
 /**
  * Every query the service sends must be one an index serves, on MongoDB (FerretDB uses no index for
  * reads, so its speed proves nothing): checked on the commands the driver really sends (command
- * monitoring), against the indexes the service declares, under MongoDB's equality-sort-range rule.
- * A query is served when some index starts with equality fields of its filter, the tenant first for
- * events, and continues with its sort keys (all in the index's directions or all reversed) or, without
- * a sort, with a range field: then no in-memory sort and no collection scan is needed.
+ * monitoring), reads and the filters of updates and deletes alike, against the indexes the service
+ * declares, under MongoDB's equality-sort-range rule. A query is served when some index starts with
+ * equality fields of its filter, the tenant first for events, and continues with its sort keys (all in
+ * the index's directions or all reversed); or, without a sort, when an index starts with equality
+ * fields or with a range field of the filter (a sweep of expired documents): then no in-memory sort
+ * and no collection scan is needed.
  */
 import type { CommandStartedEvent, Document, IndexDescription } from 'mongodb';
 import { DECLARED_INDEXES } from '../../src/db/database';
 
 /** The collections whose queries are checked, and the field that must be in every events query. */
-const CHECKED = new Set(['events', 'api_keys', 'sessions', 'idempotency_keys', 'ledger_tiles', 'ledger_checkpoints']);
+const CHECKED = new Set(['events', 'api_keys', 'api_key_uses', 'accounts', 'sessions', 'auth_attempts', 'idempotency_keys', 'ledger_tiles', 'ledger_checkpoints', 'ledger_heads']);
 const TENANT_FIELD: Record<string, string> = { events: 'tenant' };
 
 export interface QueryShape {
@@ -27,18 +29,28 @@ function sortKeys(sort: unknown): [string, number][] {
   return typeof sort === 'object' && sort !== null ? (Object.entries(sort) as [string, number][]) : [];
 }
 
-/** The query a command makes, if it is a read on a checked collection. */
-export function queryShapeOf(event: CommandStartedEvent): QueryShape | null {
+/** The queries a command makes on a checked collection: a read's, or the filter of each update or delete in it. */
+export function queryShapesOf(event: CommandStartedEvent): QueryShape[] {
   const { commandName, command } = event;
   const collection = typeof command[commandName] === 'string' ? (command[commandName]) : '';
-  if (!CHECKED.has(collection)) return null;
-  if (commandName === 'find') return { collection, command: commandName, filter: (command.filter as Document | undefined) ?? {}, sort: sortKeys(command.sort) };
-  if (commandName === 'count') return { collection, command: commandName, filter: (command.query as Document | undefined) ?? {}, sort: [] };
-  if (commandName === 'aggregate') {
-    const first = (command.pipeline as Document[])[0];
-    return { collection, command: commandName, filter: (first?.$match as Document | undefined) ?? {}, sort: [] };
+  if (!CHECKED.has(collection)) return [];
+  const shape = (filter: unknown, sort?: unknown): QueryShape => ({ collection, command: commandName, filter: (filter as Document | undefined) ?? {}, sort: sortKeys(sort) });
+  switch (commandName) {
+    case 'find':
+      return [shape(command.filter, command.sort)];
+    case 'count':
+      return [shape(command.query)];
+    case 'aggregate':
+      return [shape((command.pipeline as Document[])[0]?.$match)];
+    case 'findAndModify':
+      return [shape(command.query, command.sort)];
+    case 'update':
+      return (command.updates as Document[]).map((update) => shape(update.q));
+    case 'delete':
+      return (command.deletes as Document[]).map((del) => shape(del.q));
+    default:
+      return [];
   }
-  return null;
 }
 
 /**
@@ -61,8 +73,9 @@ function serves(index: IndexDescription, query: QueryShape): boolean {
   const equality = equalityFieldsOf(query.filter);
   let i = 0;
   while (i < keys.length && equality.has((keys[i] as [string, number])[0])) i++;
-  if (i === 0) return false;
   const { sort } = query;
+  // Without equality, only a range on the index's first field bounds the walk (`expires_at ≤ now`).
+  if (i === 0) return sort.length === 0 && keys.length > 0 && (keys[0] as [string, number])[0] in query.filter;
   if (sort.length === 0) return true;
   // The keys right after the equality prefix must be the sort, in the index's order or fully reversed.
   const spell = (pairs: [string, number][], sign: number) => pairs.map(([field, dir]) => `${field}:${dir * sign}`).join(',');
