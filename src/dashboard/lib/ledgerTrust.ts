@@ -53,11 +53,18 @@ function remember(store: KeyValueStore, org: string, verifier: WebVerifier, note
   store.setItem(storageKey(org), JSON.stringify({ verifier_key: verifier.text, note, verified_at: new Date().toISOString() } satisfies Remembered));
 }
 
+// Verifier keys imported, by their text: an event page checks its proof and then its checkpoint, and
+// would otherwise hash and import the same key twice.
+const imported = new Map<string, Promise<WebVerifier>>();
+
 /** The pinned verifier (the remembered one, else the one the server presents, which is then pinned). */
 export async function pinnedVerifier(store: KeyValueStore, org: string, servedKey: string): Promise<WebVerifier | TrustVerdict> {
   const remembered = recall(store, org);
   if (remembered && remembered.verifier_key !== servedKey.trim()) return { kind: 'key-changed', pinned: remembered.verifier_key, served: servedKey };
-  return importVerifier(remembered?.verifier_key ?? servedKey);
+  const text = remembered?.verifier_key ?? servedKey;
+  let verifier = imported.get(text);
+  if (!verifier) imported.set(text, (verifier = importVerifier(text)));
+  return verifier;
 }
 
 /**
