@@ -8,9 +8,8 @@ import type { Collections } from '../db/database';
 import type { EventDoc } from '../db/documents';
 import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { openNote, type Verifier } from '../domain/ledger/note';
-import { leafBytes } from '../domain/ledger/eventHash';
-import { leafHash, nodesOf, rootHash } from '../domain/ledger/merkle';
-import { eventHashOf, leafHashOf } from './ledger';
+import { nodesOf, rootHash } from '../domain/ledger/merkle';
+import { eventHashOf, leafHashAt, leafHashOf } from './ledger';
 import { TileReader, TILE_WIDTH } from './tiles';
 
 /** How far from its signed place a moved event is looked for; one moved further is reported as an edit. */
@@ -96,7 +95,7 @@ export async function auditLog(c: Collections, tenant: string, verifier: Verifie
     if (!doc || !differs(i)) continue;
     const hash = eventHashOf(doc);
     for (let j = Math.max(0, i - MOVE_WINDOW); j < Math.min(size, i + MOVE_WINDOW + 1); j++) {
-      if (j !== i && leafHash(leafBytes(tenant, j + 1, hash)).equals(signed[j] as Buffer)) {
+      if (j !== i && leafHashAt(tenant, j + 1, hash).equals(signed[j] as Buffer)) {
         movedFrom.set(i, j);
         found.add(j);
         break;

@@ -72,8 +72,13 @@ export function eventHashOf(doc: EventDoc): string {
   );
 }
 
+/** The leaf hash of the event at `seq` of `tenant`'s log whose event hash is `eventHash`. */
+export function leafHashAt(tenant: string, seq: number, eventHash: string): Buffer {
+  return leafHash(leafJson(tenant, seq, eventHash));
+}
+
 export function leafHashOf(doc: EventDoc): Buffer {
-  return leafHash(leafJson(doc.tenant, doc.seq, eventHashOf(doc)));
+  return leafHashAt(doc.tenant, doc.seq, eventHashOf(doc));
 }
 
 export class Ledger {
@@ -261,7 +266,7 @@ export class Ledger {
     for (let seq = from + 1; seq <= to; seq++) {
       const eventHash = state.pending.get(seq);
       if (eventHash) {
-        leaves.push(leafHash(leafJson(tenant, seq, eventHash)));
+        leaves.push(leafHashAt(tenant, seq, eventHash));
         continue;
       }
       const missingTo = Math.min(to, seq + 999);
