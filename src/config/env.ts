@@ -31,6 +31,8 @@ const ZEnv = z.object({
   TRPC_MAX_BATCH: positive.max(1000).default(10),
   RATE_LIMIT_PER_SECOND: positive.default(200),
   RATE_LIMIT_BURST: positive.default(400),
+  AUTH_FAILURES_PER_SECOND: positive.default(10),
+  AUTH_FAILURES_BURST: positive.default(200),
   EXPORTS_PER_ORG: positive.default(2),
   EXPORT_TIMEOUT_MS: positive.default(10 * 60_000),
   BATCH_MAX_EVENTS: positive.max(10_000).default(1000),
@@ -56,6 +58,9 @@ export interface Limits {
   /** Requests per second per API key (token bucket), and the burst it allows. */
   ratePerSecond: number;
   rateBurst: number;
+  /** Failed authentications per second per client address (token bucket), and the burst it allows. */
+  authFailuresPerSecond: number;
+  authFailuresBurst: number;
   /** Exports running at once per organization, and how long one may run. */
   exportsPerOrg: number;
   exportTimeoutMs: number;
@@ -70,6 +75,8 @@ export const DEFAULT_LIMITS: Limits = {
   trpcMaxBatch: 10,
   ratePerSecond: 200,
   rateBurst: 400,
+  authFailuresPerSecond: 10,
+  authFailuresBurst: 200,
   exportsPerOrg: 2,
   exportTimeoutMs: 10 * 60_000,
   batchEvents: 1000,
@@ -148,6 +155,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       trpcMaxBatch: e.TRPC_MAX_BATCH,
       ratePerSecond: e.RATE_LIMIT_PER_SECOND,
       rateBurst: e.RATE_LIMIT_BURST,
+      authFailuresPerSecond: e.AUTH_FAILURES_PER_SECOND,
+      authFailuresBurst: e.AUTH_FAILURES_BURST,
       exportsPerOrg: e.EXPORTS_PER_ORG,
       exportTimeoutMs: e.EXPORT_TIMEOUT_MS,
       batchEvents: e.BATCH_MAX_EVENTS,

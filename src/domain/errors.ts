@@ -73,6 +73,8 @@ export const ACCOUNT_MESSAGES = {
 export interface ErrorDetails {
   /** Offending request fields, as dotted paths (`actor.id`). */
   fields?: string[];
+  /** How many fields were offending when `fields` names only the first of them. */
+  fieldsTotal?: number;
   /** Seconds after which a retry may succeed: sent as `Retry-After`. */
   retryAfter?: number;
 }
@@ -103,7 +105,8 @@ export const ZErrorBody = z
   .object({
     message: z.string().meta({ description: 'Human-readable; the spec\'s fixed texts, e.g. "Missing required fields"' }),
     code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
-    fields: z.array(z.string()).optional().meta({ description: 'Offending request fields, as dotted paths' }),
+    fields: z.array(z.string()).optional().meta({ description: 'Offending request fields, as dotted paths (at most 20)' }),
+    fields_total: z.number().int().optional().meta({ description: 'How many fields were offending, when `fields` names only the first 20' }),
   });
 export type TErrorBody = z.infer<typeof ZErrorBody>;
 
@@ -111,5 +114,6 @@ export type TErrorBody = z.infer<typeof ZErrorBody>;
 export function toErrorBody(error: AppError): TErrorBody {
   const body: TErrorBody = { message: error.message, code: error.code };
   if (error.details.fields?.length) body.fields = error.details.fields;
+  if (error.details.fieldsTotal !== undefined) body.fields_total = error.details.fieldsTotal;
   return body;
 }

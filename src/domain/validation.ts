@@ -5,6 +5,17 @@ import { REQUIRED } from './event';
 
 type Issue = z.core.$ZodIssue;
 
+/**
+ * The most fields one error names. A body of millions of invalid items must get a small answer: the
+ * first few are named, `fields_total` says how many there were.
+ */
+export const MAX_LISTED_FIELDS = 20;
+
+/** The first MAX_LISTED_FIELDS of `fields`, and their total when some were left out. */
+function bounded(fields: string[]): { fields: string[]; fieldsTotal?: number } {
+  return fields.length > MAX_LISTED_FIELDS ? { fields: fields.slice(0, MAX_LISTED_FIELDS), fieldsTotal: fields.length } : { fields };
+}
+
 /** `events[3].actor.id`: names with dots, array positions in brackets. */
 function dotted(path: readonly PropertyKey[]): string {
   return path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '');
@@ -25,18 +36,14 @@ function describe(issue: Issue): string {
 export function validationError(issues: readonly Issue[]): AppError {
   const missing = issues.filter((issue) => issue.message === REQUIRED);
   if (missing.length) {
-    return new AppError('MISSING_REQUIRED_FIELDS', MESSAGES.missingRequiredFields, {
-      fields: missing.map((issue) => dotted(issue.path)),
-    });
+    return new AppError('MISSING_REQUIRED_FIELDS', MESSAGES.missingRequiredFields, bounded(missing.map((issue) => dotted(issue.path))));
   }
   const shown = issues.slice(0, 3).map(describe);
   const more = issues.length > shown.length ? ` (and ${issues.length - shown.length} more)` : '';
   const fields = issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys' ? issue.keys.map((key) => dotted([...issue.path, key])) : [dotted(issue.path)],
   );
-  return new AppError('VALIDATION_FAILED', `Invalid request: ${shown.join('; ')}${more}`, {
-    fields: fields.filter((field) => field !== ''),
-  });
+  return new AppError('VALIDATION_FAILED', `Invalid request: ${shown.join('; ')}${more}`, bounded(fields.filter((field) => field !== '')));
 }
 
 /** The 400 for parameters no schema knows, worded as zod's own `unrecognized_keys` issue is. */

@@ -20,6 +20,7 @@ import { REST_PREFIX, restApi } from './restApi';
 import { rateLimitPerApiKey } from './rateLimit';
 import { refuseCrossSitePosts } from './sameOrigin';
 import { sessionExportAuth } from './sessionExport';
+import { admitStrangers } from './strangers';
 import { TRPC_PREFIX, trpcRoute } from './trpcRoute';
 
 export interface HttpApp {
@@ -85,6 +86,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   // Instance to instance, before the per-key rate limit: its requests carry events that were counted already.
   koa.use(forwardRoute(services.ingest));
   koa.use(rateLimitPerApiKey(services.limits));
+  koa.use(admitStrangers(services, services.limits, secureCookies));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(routes.routes());
   koa.use(docsPage());

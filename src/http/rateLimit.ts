@@ -36,7 +36,7 @@ export class TokenBuckets {
   /** Takes one token from `id`'s bucket at time `nowMs`, if it has one. */
   take(id: string, nowMs: number): RateVerdict {
     const bucket = this.buckets.get(id);
-    let tokens = bucket ? Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond) : this.burst;
+    let tokens = this.available(id, nowMs);
     const allowed = tokens >= 1;
     if (allowed) tokens -= 1;
     if (!bucket && this.buckets.size >= MAX_BUCKETS) this.dropFull(nowMs);
@@ -47,6 +47,12 @@ export class TokenBuckets {
       retryAfter: allowed ? 0 : Math.ceil((1 - tokens) / this.perSecond),
       reset: Math.ceil((this.burst - tokens) / this.perSecond),
     };
+  }
+
+  /** The tokens in `id`'s bucket at time `nowMs`, without taking one. */
+  available(id: string, nowMs: number): number {
+    const bucket = this.buckets.get(id);
+    return bucket ? Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond) : this.burst;
   }
 
   private dropFull(nowMs: number): void {

@@ -16,6 +16,11 @@ import { ExportSlots } from './exportSlots';
 
 export const DEFAULT_PAGE_SIZE = 50;
 
+/** The 400 of a batch with more than BATCH_MAX_EVENTS events. */
+export function tooManyEvents(limit: number): AppError {
+  return new AppError('VALIDATION_FAILED', `Invalid request: events must hold at most ${limit} events`, { fields: ['events'] });
+}
+
 /** The shared filters as a query; the schema parsed the bounds, their order is checked here. */
 export function toEventQuery(filters: TEventFilters): EventQuery {
   const { start_date: start, end_date: end } = filters;
@@ -67,9 +72,7 @@ export class EventService {
 
   /** Many events, stored all or none toward the caller, in order (README, "Batches"). */
   async createBatch(principal: ApiKeyPrincipal, events: TCreateEventInput[], key?: string): Promise<{ output: TCreateBatchOutput; replayed: boolean }> {
-    if (events.length > this.limits.batchEvents) {
-      throw new AppError('VALIDATION_FAILED', `Invalid request: events must hold at most ${this.limits.batchEvents} events`, { fields: ['events'] });
-    }
+    if (events.length > this.limits.batchEvents) throw tooManyEvents(this.limits.batchEvents);
     const problems: string[] = [];
     const contents = events.map((input, i) => this.contentOf(principal.tenant, input, `events[${i}].metadata`, problems));
     if (problems.length) throw this.metadataTooLarge(problems);

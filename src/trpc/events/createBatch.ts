@@ -1,9 +1,21 @@
 import { ZCreateBatchOutput, ZCreateBatchRequest } from '../../domain/event';
+import { tooManyEvents } from '../../services/events';
 import { apiKeyProcedure } from '../init';
 import { IDEMPOTENCY_HEADERS, idempotencyKeyOf } from './idempotencyKey';
 
+/**
+ * The count is checked before the input is validated: a 5 MB body of 2.5 million invalid items must be
+ * refused for its length at once, not validated (and reported) item by item.
+ */
+const countedFirst = apiKeyProcedure.use(async ({ ctx, getRawInput, next }) => {
+  const raw = await getRawInput();
+  const events = typeof raw === 'object' && raw !== null ? (raw as { events?: unknown }).events : undefined;
+  if (Array.isArray(events) && events.length > ctx.services.limits.batchEvents) throw tooManyEvents(ctx.services.limits.batchEvents);
+  return next();
+});
+
 /** POST /v1/events/batch: many events, stored all or none toward the caller, in order. */
-export const createEventBatch = apiKeyProcedure
+export const createEventBatch = countedFirst
   .meta({
     successStatus: 201,
     openapi: {
