@@ -20,9 +20,10 @@ function hostForUrl(host: string): string {
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
-  const ledgerName = config.ledgerName ?? `${new URL(config.publicUrl ?? `http://localhost:${config.port}`).host}/ledger`;
   const keyFile = config.ledgerKeyFile ?? join(config.dataDir, 'ledger-signing-key');
-  const { signer, created } = loadOrCreateSigningKey(keyFile, ledgerName);
+  // A new key's name: the host and port people reach the service at. An existing key keeps its own.
+  const { signer, created } = loadOrCreateSigningKey(keyFile, config.ledgerName, `${new URL(config.publicUrl ?? `http://localhost:${config.port}`).host}/ledger`);
+  const ledgerName = signer.name;
   const database = await connectDatabase(config, log);
   const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs } }, systemClock, log);
   services.ledger.start();

@@ -12,12 +12,17 @@ export class SigningKeyError extends Error {
   override readonly name = 'SigningKeyError';
 }
 
-/** Reads the key at `path`, or creates it there (exclusively: of two instances starting at once, one writes it). */
-export function loadOrCreateSigningKey(path: string, name: string): { signer: Signer; created: boolean } {
+/**
+ * Reads the key at `path`, or creates it there (exclusively: of two instances starting at once, one
+ * writes it). The key's name is fixed when it is made, and recorded in the file: `configured`
+ * (LEDGER_NAME) names a new key, or must agree with an existing one; unset, an existing key keeps its
+ * name and a new one takes `fallback`. So a restart on another port keeps the ledger it had.
+ */
+export function loadOrCreateSigningKey(path: string, configured: string | undefined, fallback: string): { signer: Signer; created: boolean } {
   let created = false;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, `${privateKeyText(name, randomBytes(32))}\n`, { mode: 0o600, flag: 'wx' });
+    writeFileSync(path, `${privateKeyText(configured ?? fallback, randomBytes(32))}\n`, { mode: 0o600, flag: 'wx' });
     created = true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new SigningKeyError(`cannot create the ledger signing key ${path}: ${String(error)}`);
@@ -28,8 +33,8 @@ export function loadOrCreateSigningKey(path: string, name: string): { signer: Si
   } catch (error) {
     throw new SigningKeyError(`the ledger signing key ${path} cannot be used: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (signer.name !== name) {
-    throw new SigningKeyError(`the ledger signing key ${path} is for ${signer.name}, but LEDGER_NAME is ${name}: set LEDGER_NAME=${signer.name}, or use another key file`);
+  if (configured !== undefined && signer.name !== configured) {
+    throw new SigningKeyError(`the ledger signing key ${path} is for ${signer.name}, but LEDGER_NAME is ${configured}: set LEDGER_NAME=${signer.name}, or use another key file`);
   }
   return { signer, created };
 }
