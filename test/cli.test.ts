@@ -66,7 +66,7 @@ test('export writes the file through the REST API and reports one JSON object', 
   const out = join(dir, 'audit.csv');
   const summary = await json(['export', '--url', app.url, '--key', org.key, '--format', 'csv', '--actor-id', 'wanted', '--out', out]);
   const text = readFileSync(out, 'utf8');
-  expect(summary).toEqual({ format: 'csv', bytes: Buffer.byteLength(text), out });
+  expect(summary).toEqual({ format: 'csv', bytes: Buffer.byteLength(text), out, tree_size: 30 });
   const rows = parse<Record<string, string>>(text, { columns: true });
   expect(rows).toHaveLength(10);
   expect(rows.every((r) => r.actor_id === 'wanted')).toBe(true);

@@ -20,6 +20,8 @@ export interface ExportSummary extends Record<string, unknown> {
   format: string;
   bytes: number;
   out: string | null;
+  /** The ledger tree the export is pinned to: it holds the matching events with a sequence number up to this. */
+  tree_size: number | null;
   /** Where the proofs sidecar went (with --with-proofs only). */
   proofs?: string;
 }
@@ -30,21 +32,17 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
     throw new Error('--json needs --out FILE');
   }
   const format = options.format ?? 'json';
+  // With proofs, both requests are pinned to one signed checkpoint, fetched first: the export and its
+  // sidecar then describe one tree, however many events arrive meanwhile.
+  const treeSize = options.proofs ? await newestCheckpointSize(options) : undefined;
   const url = new URL('/v1/events/export', options.url);
   url.searchParams.set('format', format);
   for (const [name, value] of Object.entries(options.filters)) if (value !== undefined) url.searchParams.set(name, value);
+  if (treeSize !== undefined) url.searchParams.set('tree_size', String(treeSize));
 
   const response = await fetch(url, { headers: { Authorization: `Bearer ${options.key}` } });
-  if (!response.ok || !response.body) {
-    const text = await response.text();
-    let message = text;
-    try {
-      message = (JSON.parse(text) as { message?: string }).message ?? text;
-    } catch {
-      // not JSON: show the text as it came
-    }
-    throw new Error(`Export failed: HTTP ${response.status} ${message}`);
-  }
+  if (!response.ok || !response.body) throw new Error(`Export failed: HTTP ${response.status} ${messageOf(await response.text())}`);
+  const pinned = Number(response.headers.get('ledger-tree-size') ?? Number.NaN);
 
   let bytes = 0;
   let lastReport = 0;
@@ -64,15 +62,31 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
   const sink: Writable = options.out ? createWriteStream(options.out) : process.stdout;
   await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), progress, sink, { end: Boolean(options.out) });
   if (!options.quiet) report(true);
-  if (options.proofs) await writeProofs(options, options.proofs);
-  return { format, bytes, out: options.out ?? null, ...(options.proofs ? { proofs: options.proofs } : {}) };
+  if (options.proofs && treeSize !== undefined) await writeProofs(options, options.proofs, treeSize);
+  return { format, bytes, out: options.out ?? null, tree_size: Number.isInteger(pinned) ? pinned : null, ...(options.proofs ? { proofs: options.proofs } : {}) };
 }
 
-/** Fetched after the export, so its checkpoint includes every exported event (the route waits for one that does). */
-async function writeProofs(options: ExportOptions, path: string): Promise<void> {
+/** An error answer's message, or its text as it came. */
+function messageOf(text: string): string {
+  try {
+    return (JSON.parse(text) as { message?: string }).message ?? text;
+  } catch {
+    return text;
+  }
+}
+
+async function newestCheckpointSize(options: ExportOptions): Promise<number> {
+  const response = await fetch(new URL('/v1/ledger/checkpoint', options.url), { headers: { Authorization: `Bearer ${options.key}` } });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`Checkpoint failed: HTTP ${response.status} ${messageOf(text)}`);
+  return (JSON.parse(text) as { tree_size: number }).tree_size;
+}
+
+async function writeProofs(options: ExportOptions, path: string, treeSize: number): Promise<void> {
   const url = new URL('/v1/ledger/proofs', options.url);
   for (const [name, value] of Object.entries(options.filters)) if (value !== undefined) url.searchParams.set(name, value);
+  url.searchParams.set('tree_size', String(treeSize));
   const response = await fetch(url, { headers: { Authorization: `Bearer ${options.key}` } });
-  if (!response.ok || !response.body) throw new Error(`Proofs failed: HTTP ${response.status} ${await response.text()}`);
+  if (!response.ok || !response.body) throw new Error(`Proofs failed: HTTP ${response.status} ${messageOf(await response.text())}`);
   await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), createWriteStream(path));
 }

@@ -206,7 +206,13 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
         const verifierKey = values['verifier-key'];
         if (!verifierKey || !values.events || !values.proofs) throw new UsageError('verify needs --verifier-key, --events and --proofs');
         const summary = await runVerify({ verifierKey, events: values.events, proofs: values.proofs, state: values.state, url: values.url, key: values.key });
-        const text = [...summary.verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'}  ${v.check}`), summary.ok ? 'VERIFIED' : 'NOT VERIFIED'].join('\n');
+        const given = Object.entries(summary.filters).map(([name, value]) => `${name}=${value}`).join(', ');
+        const verdict = !summary.ok
+          ? 'NOT VERIFIED'
+          : summary.scope === 'complete'
+            ? 'VERIFIED: the export is the whole log up to the signed checkpoint, unchanged'
+            : `VERIFIED (INCLUSION ONLY): each exported event is in the signed tree, unchanged; the export was filtered (${given}), so that it holds every matching event is not proven`;
+        const text = [...summary.verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'}  ${v.check}`), verdict].join('\n');
         return { json: summary, text, exitCode: summary.ok ? 0 : 1 };
       }
       if (group === 'import') {

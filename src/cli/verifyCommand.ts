@@ -6,8 +6,8 @@
  * --url and --key). Prints a verdict per check; any failure makes the exit code 1.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { z } from 'zod';
-import { ZEvent } from '../domain/event';
+import { type TEvent, ZEvent } from '../domain/event';
+import { parseRangeBound } from '../domain/time';
 import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
 import { type Checkpoint, parseCheckpoint } from '../domain/ledger/formats';
@@ -32,6 +32,14 @@ export interface VerifySummary extends Record<string, unknown> {
   ok: boolean;
   tree_size: number | null;
   events: number;
+  /**
+   * What a passing verification proves: `complete`, the export holds exactly the events 1…tree_size of
+   * the log; `inclusion`, it was filtered, so each exported event is proven to be in the signed tree
+   * but not that every matching event is there.
+   */
+  scope: 'complete' | 'inclusion';
+  /** The filters the export and its proofs were made with ({}: none). */
+  filters: Record<string, string>;
   failures: string[];
   verdicts: Verdict[];
 }
@@ -43,54 +51,112 @@ function inExportOrder(a: { timestamp: string; id: string }, b: { timestamp: str
   return a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.id > b.id);
 }
 
+/** An exported event exactly as the export writes it: every field, and no other. */
+const ZExportedEvent = ZEvent.strict();
+
+/** What is wrong with one exported item, naming each field; null when it is an event exactly. */
+function eventProblems(item: unknown): string[] {
+  const parsed = ZExportedEvent.safeParse(item);
+  if (parsed.success) return [];
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return ['is not a JSON object'];
+  return parsed.error.issues.flatMap((issue) => {
+    const field = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => `unknown field ${key}`);
+    if (issue.path.length === 1 && !(field in item)) return [`missing field ${field}`];
+    return [`field ${field}: ${issue.message}`];
+  });
+}
+
+/** 3, 5-9, 12: sequence numbers as ranges. */
+function ranges(numbers: number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < numbers.length; ) {
+    let j = i;
+    while (j + 1 < numbers.length && (numbers[j + 1] as number) === (numbers[j] as number) + 1) j++;
+    out.push(i === j ? String(numbers[i]) : `${numbers[i]}-${numbers[j]}`);
+    i = j + 1;
+  }
+  return out.join(', ');
+}
+
+const EQUALITY_FILTERS = ['actor_id', 'action', 'resource_type', 'resource_id', 'organization_id'] as const;
+
+/** Whether an exported event is one the export's filters select (the dates as the service reads them). */
+function matchesFilters(event: TEvent, filters: Record<string, string>): boolean {
+  for (const name of EQUALITY_FILTERS) if (filters[name] !== undefined && event[name] !== filters[name]) return false;
+  const at = new Date(event.timestamp).getTime();
+  const start = filters.start_date === undefined ? null : parseRangeBound(filters.start_date, 'start');
+  const end = filters.end_date === undefined ? null : parseRangeBound(filters.end_date, 'end');
+  return (!start || at >= start.getTime()) && (!end || at <= end.getTime());
+}
+
 export async function runVerify(options: VerifyOptions): Promise<VerifySummary> {
   const verdicts: Verdict[] = [];
   const record = (ok: boolean, check: string) => {
     verdicts.push({ ok, check });
     return ok;
   };
-  const summary = (treeSize: number | null, events: number): VerifySummary => {
-    const failures = verdicts.filter((v) => !v.ok).map((v) => v.check);
-    return { ok: failures.length === 0, tree_size: treeSize, events, failures, verdicts };
-  };
 
   const verifier = parseVerifierKey(options.verifierKey);
   const sidecar = ZProofsSidecar.parse(JSON.parse(readFileSync(options.proofs, 'utf8')));
-  const events = z.array(ZEvent).parse(JSON.parse(readFileSync(options.events, 'utf8')));
+  const filters = sidecar.filters;
+  const unfiltered = Object.keys(filters).length === 0;
+  const items: unknown = JSON.parse(readFileSync(options.events, 'utf8'));
+  const summary = (treeSize: number | null, events: number): VerifySummary => {
+    const failures = verdicts.filter((v) => !v.ok).map((v) => v.check);
+    return { ok: failures.length === 0, tree_size: treeSize, events, scope: unfiltered ? 'complete' : 'inclusion', filters, failures, verdicts };
+  };
+  if (!Array.isArray(items)) {
+    record(false, 'the export is not a JSON array of events');
+    return summary(null, 0);
+  }
 
   let checkpoint: Checkpoint;
   try {
     checkpoint = parseCheckpoint(openNote(sidecar.checkpoint, verifier));
   } catch (error) {
     record(false, `checkpoint: not signed by ${verifier.name}: ${error instanceof Error ? error.message : String(error)}`);
-    return summary(null, events.length);
+    return summary(null, items.length);
   }
   record(checkpoint.size === sidecar.tree_size, `checkpoint of ${checkpoint.size} events signed by ${verifier.text}`);
   const prefix = `${verifier.name}/`;
-  if (!record(checkpoint.origin.startsWith(prefix), `checkpoint origin ${checkpoint.origin} belongs to key ${verifier.name}`)) return summary(checkpoint.size, events.length);
+  if (!record(checkpoint.origin.startsWith(prefix), `checkpoint origin ${checkpoint.origin} belongs to key ${verifier.name}`)) return summary(checkpoint.size, items.length);
   const org = checkpoint.origin.slice(prefix.length);
 
-  const proofs = new Map(sidecar.proofs.map((p) => [p.event_id, p]));
+  const byId = new Map(sidecar.proofs.map((p) => [p.event_id, p]));
+  /** Proofs whose event the export has not shown yet. */
+  const proofs = new Map(byId);
   const leaves = new Map<number, string>();
   let failedEvents = 0;
-  events.forEach((event, position) => {
-    const proof = proofs.get(event.id);
-    const previous = events[position - 1];
+  let previous: TEvent | undefined;
+  items.forEach((item: unknown, position) => {
+    const id = typeof item === 'object' && item !== null && typeof (item as { id?: unknown }).id === 'string' ? (item as { id: string }).id : null;
+    const name = id ?? `#${position + 1}`;
+    const problems = eventProblems(item);
+    if (id) proofs.delete(id);
+    if (problems.length) {
+      failedEvents++;
+      for (const problem of problems) record(false, `event ${name}: ${problem} (an export holds each event exactly as the service returns it)`);
+      return;
+    }
+    const event = item as TEvent;
     if (previous && !inExportOrder(previous, event)) record(false, `event ${event.id}: out of the export's order (after ${previous.id})`);
+    previous = event;
+    if (!matchesFilters(event, filters)) record(false, `event ${event.id}: does not match the export's filters`);
+    const proof = byId.get(event.id);
     if (!proof) {
       failedEvents++;
       record(false, `event ${event.id}: no proof in the sidecar (an event added to the export?)`);
       return;
     }
-    proofs.delete(event.id);
-    if (!proof.inclusion_path) {
-      failedEvents++;
-      record(false, `event ${event.id}: stored after the checkpoint of ${checkpoint.size}, so not proven`);
-      return;
-    }
     const other = leaves.get(proof.leaf_index);
     if (other) record(false, `event ${event.id}: claims leaf ${proof.leaf_index}, as event ${other} does`);
     leaves.set(proof.leaf_index, event.id);
+    if (proof.leaf_index >= checkpoint.size) {
+      failedEvents++;
+      record(false, `event ${event.id}: sequence number ${proof.leaf_index + 1} is beyond the signed tree of ${checkpoint.size}`);
+      return;
+    }
     const leaf = leafHash(leafBytes(org, proof.leaf_index + 1, eventSha256(event)));
     if (!verifyInclusion(proof.leaf_index, checkpoint.size, leaf, proof.inclusion_path.map(b64), checkpoint.root)) {
       failedEvents++;
@@ -98,10 +164,22 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
     }
   });
   for (const missing of proofs.keys()) record(false, `event ${missing}: proven in the sidecar but missing from the export (removed?)`);
-  record(failedEvents === 0 && proofs.size === 0, `${events.length - failedEvents} of ${events.length} events are in the signed tree of ${checkpoint.size}`);
+  record(failedEvents === 0 && proofs.size === 0, `${items.length - failedEvents} of ${items.length} events are in the signed tree of ${checkpoint.size}`);
+
+  if (unfiltered) {
+    // The whole log up to the checkpoint: leaves 0…size−1, each exactly once.
+    const absent: number[] = [];
+    for (let index = 0; index < checkpoint.size; index++) if (!leaves.has(index)) absent.push(index + 1);
+    record(
+      absent.length === 0,
+      absent.length === 0
+        ? `the export holds every event of the signed tree: sequence numbers 1 to ${checkpoint.size}, each once`
+        : `the export lacks the events at sequence numbers ${ranges(absent)} of the signed tree of ${checkpoint.size} (deleted, or left out)`,
+    );
+  }
 
   if (options.state) await checkAgainstState(options, verifier, sidecar.checkpoint, checkpoint, record);
-  return summary(checkpoint.size, events.length);
+  return summary(checkpoint.size, items.length);
 }
 
 /** The state file: the newest checkpoint verified so far. The log may only have grown since. */

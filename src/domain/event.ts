@@ -219,12 +219,20 @@ export const ZListEventsOutput = z
   .meta({ id: 'EventPage' });
 export type TListEventsOutput = z.infer<typeof ZListEventsOutput>;
 
+/** A ledger tree size in a query string: the export and its proofs sidecar pinned to one tree. */
+export const ZTreeSizeParam = text({ error: 'must be a whole number' })
+  .regex(/^[1-9][0-9]{0,14}$/, 'must be a whole number from 1')
+  .transform(Number);
+
 export const EXPORT_FORMATS = ['json', 'csv'] as const;
 export const ZExportEventsInput = ZEventFilters.extend({
   format: z
     .enum(EXPORT_FORMATS, { error: 'must be json or csv' })
     .optional()
     .meta({ description: 'json (default) or csv' }),
+  tree_size: ZTreeSizeParam.optional().meta({
+    description: 'Only events with a sequence number up to this (the tree of a signed checkpoint of that size); default: the newest event when the export starts. The response says which in `Ledger-Tree-Size`',
+  }),
 });
 export type TExportEventsInput = z.infer<typeof ZExportEventsInput>;
 

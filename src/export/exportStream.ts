@@ -10,6 +10,9 @@ import { formatCsvCell } from './csvCell';
 
 export type ExportFormat = 'json' | 'csv';
 
+/** The response header that names the ledger tree an export is pinned to (events with seq ≤ it). */
+export const LEDGER_TREE_SIZE_HEADER = 'Ledger-Tree-Size';
+
 export const EXPORT_CONTENT = {
   json: { type: 'application/json; charset=utf-8', filename: 'audit_logs.json' },
   csv: { type: 'text/csv; charset=utf-8', filename: 'audit_logs.csv' },

@@ -8,7 +8,7 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import { ZExportEventsInput } from '../domain/event';
 import { validationError } from '../domain/validation';
 import { loggableError } from '../db/errors';
-import { exportBody, EXPORT_CONTENT } from '../export/exportStream';
+import { exportBody, EXPORT_CONTENT, LEDGER_TREE_SIZE_HEADER } from '../export/exportStream';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services/container';
 import { authError } from '../trpc/init';
@@ -34,7 +34,8 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     if (!parsed.success) throw validationError(parsed.error.issues);
     const format = parsed.data.format ?? 'json';
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
-    const docs = await services.events.export(principal, parsed.data);
+    const { tree_size: treeSize, ...filters } = parsed.data;
+    const { docs, treeSize: pinned } = await services.events.export(principal, filters, treeSize);
 
     metrics.exportStreams.inc();
     const body = exportBody(docs, format, {
@@ -54,6 +55,8 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     ctx.type = EXPORT_CONTENT[format].type;
     ctx.set('Content-Disposition', `attachment; filename="${EXPORT_CONTENT[format].filename}"`);
     ctx.set('Cache-Control', 'no-store');
+    // The tree the export is pinned to: its events are those with a sequence number up to this.
+    ctx.set(LEDGER_TREE_SIZE_HEADER, String(pinned));
     ctx.body = body;
   };
 }

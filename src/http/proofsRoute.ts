@@ -18,10 +18,12 @@ export function proofsRoute(services: Services, authenticate: ExportAuthenticato
     const parsed = ZProofsQuery.safeParse(ctx.query);
     if (!parsed.success) throw validationError(parsed.error.issues);
     const { tree_size: treeSize, ...filters } = parsed.data;
+    // The filters as given (each a single string: the schema refuses anything else), for the sidecar.
+    const given = Object.fromEntries(Object.entries(ctx.query).filter(([name]) => name !== 'tree_size')) as Record<string, string>;
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
     const { checkpoint, proofs } = await services.ledgerReads.proofs(principal, filters, treeSize);
     async function* body(): AsyncGenerator<string> {
-      yield `{"checkpoint":${JSON.stringify(checkpoint.note)},"tree_size":${checkpoint.size},"proofs":[`;
+      yield `{"checkpoint":${JSON.stringify(checkpoint.note)},"tree_size":${checkpoint.size},"filters":${JSON.stringify(given)},"proofs":[`;
       let first = true;
       for await (const proof of proofs) {
         yield `${first ? '' : ','}\n${JSON.stringify(proof)}`;

@@ -11,6 +11,13 @@ import type { LedgerTileDoc } from '../db/documents';
 
 export const TILE_WIDTH = 256;
 export const TILE_HEIGHT = 8;
+/**
+ * What one reader keeps, at most: tiles (8 KiB each) and computed nodes. Enough for every proof of a
+ * request to share the tiles near the top of the tree; a reader that streams the proofs of a whole
+ * organization starts afresh when full, so its memory stays flat whatever the organization's size.
+ */
+const MAX_CACHED_TILES = 512;
+const MAX_CACHED_NODES = 8192;
 
 /** A tile's name, whatever its width: `<tenant>/<level>/<index>`. */
 export function tileKey(tenant: string, level: number, index: number): string {
@@ -43,7 +50,7 @@ export function subtreeRoot(hashes: Buffer[]): Buffer {
   return row[0] as Buffer;
 }
 
-/** Reads one organization's tiles, caching them for the life of this object (one request, or one integration). */
+/** Reads one organization's tiles, caching some of them for the life of this object (one request, or one integration). */
 export class TileReader {
   private readonly cache = new Map<string, Promise<Buffer[]>>();
 
@@ -65,6 +72,7 @@ export class TileReader {
     const key = `${level}/${index}/${width}`;
     let found = this.cache.get(key);
     if (!found) {
+      if (this.cache.size >= MAX_CACHED_TILES) this.cache.clear();
       found = this.read(level, index, width);
       this.cache.set(key, found);
     }
@@ -80,13 +88,14 @@ export class TileReader {
     throw new Error(`ledger tile ${tileId(this.tenant, level, index, width)} is missing`);
   }
 
-  /** The complete-subtree hashes of the tree of `size` leaves (remembered: neighbouring proofs share most of theirs). */
+  /** The complete-subtree hashes of the tree of `size` leaves (some remembered: neighbouring proofs share most of theirs). */
   nodes(size: number): NodeSource {
     const known = new Map<string, Promise<Buffer>>();
     return (level, index) => {
       const key = `${level}/${index}`;
       let hash = known.get(key);
       if (!hash) {
+        if (known.size >= MAX_CACHED_NODES) known.clear();
         hash = this.node(size, level, index);
         known.set(key, hash);
       }

@@ -1,5 +1,5 @@
 /** The event use cases behind every surface: create, get, list and export. */
-import { finished, type Readable } from 'node:stream';
+import { finished, pipeline, type Readable, Transform } from 'node:stream';
 import type { Limits } from '../config/env';
 import { decodeCursor, encodeCursor } from '../domain/cursor';
 import { AppError, MESSAGES } from '../domain/errors';
@@ -130,14 +130,23 @@ export class EventService {
 
   /**
    * Every matching event, newest first, as a stream that holds one of the organization's export slots
-   * until it closes. The first batch is read before this returns, so a query that fails at all fails
-   * here, where the caller can still answer with an error; a later failure, or running past the time
-   * limit, errors the stream. Destroying the stream (or leaving a `for await` early) closes the cursor.
+   * until it closes, pinned to one tree of the ledger: events with a sequence number up to `treeSize`,
+   * by default the newest stored when the export starts (so that events written meanwhile do not slip
+   * in), which it answers beside the stream. The first batch is read before this returns, so a query
+   * that fails at all fails here, where the caller can still answer with an error; a later failure, or
+   * running past the time limit, errors the stream. Destroying the stream (or leaving a `for await`
+   * early) closes the cursor.
    */
-  async export(principal: Principal, filters: TEventFilters): Promise<Readable> {
+  async export(principal: Principal, filters: TEventFilters, treeSize?: number): Promise<{ docs: Readable; treeSize: number }> {
     const query = toEventQuery(filters);
+    const reader = this.readerFor(principal);
+    const newest = await reader.newestSeq();
+    if (treeSize !== undefined && treeSize > newest) {
+      throw new AppError('VALIDATION_FAILED', `Invalid request: tree_size (${treeSize}) is larger than the organization's log (${newest} events)`, { fields: ['tree_size'] });
+    }
+    const size = treeSize ?? newest;
     const release = this.exportSlots.acquire(principal.tenant);
-    const cursor = this.readerFor(principal).stream(query);
+    const cursor = reader.stream(query);
     try {
       await cursor.hasNext();
     } catch (error) {
@@ -145,13 +154,21 @@ export class EventService {
       await cursor.close().catch(() => undefined);
       throw error;
     }
-    const docs = cursor.stream();
+    // Kept by sequence number here, not in the query: the export's index serves its filters and order.
+    const inTree = new Transform({
+      objectMode: true,
+      transform(doc: EventDoc, _encoding, done) {
+        done(null, doc.seq <= size ? doc : undefined);
+      },
+    });
+    // pipeline: a failed cursor errors the stream, and a destroyed stream closes the cursor.
+    const docs = pipeline(cursor.stream(), inTree, () => undefined);
     const timer = setTimeout(() => docs.destroy(new Error(`export ran past its time limit of ${this.limits.exportTimeoutMs} ms`)), this.limits.exportTimeoutMs);
     // Ended, failed or destroyed: the cursor stream does not always emit 'close' after 'end'.
     finished(docs, () => {
       clearTimeout(timer);
       release();
     });
-    return docs;
+    return { docs, treeSize: size };
   }
 }

@@ -85,7 +85,8 @@ export class LedgerService {
   /**
    * The proofs sidecar of an export with these filters: the checkpoint (of `treeSize`, or the newest
    * once it includes every event stored when this was called) and, for each event the same export
-   * returns, in the same order, its inclusion path in that tree. Holds an export slot while it streams.
+   * pinned to that checkpoint's size returns, in the same order, its inclusion path in that tree.
+   * Holds an export slot while it streams.
    */
   async proofs(principal: Principal, filters: TEventFilters, treeSize: number | undefined): Promise<{ checkpoint: LedgerCheckpointDoc; proofs: AsyncGenerator<TSidecarProof> }> {
     let checkpoint: LedgerCheckpointDoc | null;
@@ -96,13 +97,13 @@ export class LedgerService {
       checkpoint = await this.ledger.checkpointCovering(principal.tenant, head - 1);
       if (!checkpoint) throw noCheckpoint('No checkpoint includes the newest events yet; retry in a second');
     }
-    const docs = await this.events.export(principal, filters);
+    const { docs } = await this.events.export(principal, filters, checkpoint.size);
     const size = checkpoint.size;
     const nodes = this.ledger.nodes(principal.tenant, size);
     async function* prove(): AsyncGenerator<TSidecarProof> {
       for await (const doc of docs as AsyncIterable<EventDoc>) {
         const index = doc.seq - 1;
-        yield { event_id: doc._id, leaf_index: index, inclusion_path: index < size ? (await inclusionProof(nodes, index, size)).map(b64) : null };
+        yield { event_id: doc._id, leaf_index: index, inclusion_path: (await inclusionProof(nodes, index, size)).map(b64) };
       }
     }
     return { checkpoint, proofs: prove() };

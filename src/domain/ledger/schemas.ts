@@ -1,6 +1,6 @@
 /** The ledger's API shapes: defined once, for the router, openapi.json and the clients (the write receipt: `./receipt.ts`). */
 import { z } from 'zod';
-import { ZEventFilters } from '../event';
+import { ZEventFilters, ZTreeSizeParam } from '../event';
 import { text } from '../text';
 
 const base64Hash = z.string().meta({ description: 'A 32-byte SHA-256 hash, standard base64' });
@@ -41,19 +41,26 @@ export type TInclusionProof = z.infer<typeof ZInclusionProof>;
 
 /** GET /v1/ledger/proofs: the export's filters, and the checkpoint to prove against (query strings). */
 export const ZProofsQuery = ZEventFilters.extend({
-  tree_size: text({ error: 'must be a whole number' })
-    .regex(/^(0|[1-9][0-9]{0,14})$/, 'must be a whole number')
-    .transform(Number)
-    .optional()
-    .meta({ description: 'The size of a checkpoint the service signed; default: the newest, once it includes every event stored when the request came' }),
+  tree_size: ZTreeSizeParam.optional().meta({ description: 'The size of a checkpoint the service signed; default: the newest, once it includes every event stored when the request came' }),
 });
 
-/** One event's entry in the proofs sidecar; `inclusion_path` is null for an event stored after the checkpoint. */
-export const ZSidecarProof = z.object({ event_id: z.string(), leaf_index: z.number().int(), inclusion_path: z.array(base64Hash).nullable() });
+/** One event's entry in the proofs sidecar. */
+export const ZSidecarProof = z.object({ event_id: z.string(), leaf_index: z.number().int(), inclusion_path: z.array(base64Hash) });
 export type TSidecarProof = z.infer<typeof ZSidecarProof>;
 
-/** The proofs sidecar of an export: one checkpoint, and every exported event's inclusion path in its tree. */
-export const ZProofsSidecar = z.object({ checkpoint: z.string(), tree_size: z.number().int(), proofs: z.array(ZSidecarProof) }).meta({ id: 'ProofsSidecar' });
+/**
+ * The proofs sidecar of an export: one checkpoint, the filters it was made with (none: the whole log up
+ * to the checkpoint, which a verifier can then check for completeness), and every exported event's
+ * inclusion path in the checkpoint's tree.
+ */
+export const ZProofsSidecar = z
+  .object({
+    checkpoint: z.string(),
+    tree_size: z.number().int(),
+    filters: z.record(z.string(), z.string()).meta({ description: 'The export filters the sidecar was made with, as given; {} for the whole log' }),
+    proofs: z.array(ZSidecarProof),
+  })
+  .meta({ id: 'ProofsSidecar' });
 export type TProofsSidecar = z.infer<typeof ZProofsSidecar>;
 
 /** The dashboard's ledger page: the key to pin, and the organization's newest checkpoint (null: no events yet). */

@@ -9,7 +9,7 @@ import { apiKeyProcedure } from '../init';
  */
 export const exportEvents = apiKeyProcedure.input(ZEventFilters).query(async function* ({ ctx, input, signal }) {
   // Leaving the loop, however it happens, destroys the stream, which closes the cursor and frees the slot.
-  for await (const doc of await ctx.services.events.export(ctx.principal, input)) {
+  for await (const doc of (await ctx.services.events.export(ctx.principal, input)).docs) {
     if (signal?.aborted) break;
     yield toEvent(doc as EventDoc);
   }
