@@ -16,17 +16,21 @@ import { runExport } from './exportCommand';
 import { runImport } from './importCommand';
 import { runVerify } from './verifyCommand';
 import { auditLog } from '../ledger/audit';
-import { parsePrivateKey, parseVerifierKey, type Verifier } from '../domain/ledger/note';
+import { parsePrivateKey, parseVerifierKey, type Signer, type Verifier } from '../domain/ledger/note';
 
-/** The key to check signatures with: --verifier-key, or the one in the installation's key file if this machine can read it. */
-function auditVerifier(text: string | undefined): Verifier | null {
-  if (text) return parseVerifierKey(text);
+/** The installation's signing key, from its key file (LEDGER_SIGNING_KEY_FILE or DATA_DIR's), or null when this machine cannot read it. */
+function installationKey(): Signer | null {
   const config = loadConfig();
   try {
     return parsePrivateKey(readFileSync(config.ledgerKeyFile ?? join(config.dataDir, 'ledger-signing-key'), 'utf8'));
   } catch {
     return null;
   }
+}
+
+/** The key to check signatures with: --verifier-key, or the installation's. */
+function auditVerifier(text: string | undefined): Verifier | null {
+  return text ? parseVerifierKey(text) : installationKey();
 }
 
 const DEFAULT_IMPORT_BATCH = 500;
@@ -44,6 +48,11 @@ const USAGE = `Usage: npm run cli -- <command> [options] [--json]
   ledger audit [--org ORG_ID] [--verifier-key VKEY]
          rebuilds every organization's log from its stored events and names each event edited,
          deleted, inserted or moved since it was signed; exit code 1 on any finding
+  ledger reseal --org ORG_ID
+         for a log the service HALTED (its ledger state missing or not matching what was signed):
+         rebuilds it from the stored events and signs them, as an extension of the newest checkpoint
+         the key signed, which they must still reproduce; with none, seals them as they are. Needs
+         the signing key file. Run ledger audit first: this is the operator's decision, and logged
   verify --verifier-key VKEY --events export.json --proofs proofs.json [--state FILE] [--url URL --key KEY]
          checks a JSON export offline against the signed checkpoint; exit code 1 on any failure
   import --url URL --key KEY [--batch-size N] [--state FILE] FILE|-
@@ -105,13 +114,14 @@ function parseCap(value: string | undefined): number | null {
 /** What a command answers; `exitCode` (default 0) for one that finished but with something to report. */
 type Output = { json: Record<string, unknown>; text: string; exitCode?: number };
 
-async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
+async function withServices<T>(run: (services: Services) => Promise<T>, signer: Signer | null = null): Promise<T> {
   const config = loadConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
   let database: Database | undefined;
   try {
     database = await connectDatabase(config, log);
-    return await run(await createServices(database.db, config, systemClock, log));
+    const ledger = signer ? { ledger: { name: signer.name, signer, intervalMs: config.ledgerIntervalMs } } : {};
+    return await run(await createServices(database.db, { ...config, ...ledger }, systemClock, log));
   } finally {
     await database?.close();
   }
@@ -168,6 +178,19 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
         ].filter(Boolean).join('\n');
         return { json: { reports }, text, exitCode: findings.length ? 1 : 0 };
       });
+    }
+    case 'ledger reseal': {
+      const orgId = need(values, 'org');
+      const signer = installationKey();
+      if (!signer) throw new UsageError('ledger reseal needs the ledger signing key file (LEDGER_SIGNING_KEY_FILE, or DATA_DIR/ledger-signing-key)');
+      const configured = loadConfig().ledgerName;
+      if (configured !== undefined && configured !== signer.name) throw new UsageError(`the signing key is for ${signer.name}, but LEDGER_NAME is ${configured}`);
+      return withServices(async (s) => {
+        if (!(await s.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
+        const sealed = await s.ledger.reseal(orgId);
+        const from = sealed.anchor === null ? 'with no signed checkpoint to extend: the stored events were sealed as they are' : `extending the signed checkpoint of size ${sealed.anchor}, which the stored events reproduce`;
+        return { json: sealed, text: `Resealed ${orgId} at size ${sealed.size}, ${from}${sealed.planted ? ` (${sealed.planted} checkpoint documents this key did not sign were deleted)` : ''}` };
+      }, signer);
     }
     case 'key revoke': {
       if (!arg) throw new UsageError('key revoke needs the KEY_ID');

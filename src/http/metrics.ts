@@ -39,7 +39,8 @@ export function createMetrics(options: { defaultMetrics: boolean; stats: () => S
   gauge('idempotency_key_reused_total', 'Writes refused because their key was used for another request (422)', (s) => s.idempotency.reused);
   gauge('ledger_checkpoints_signed_total', 'Checkpoints this instance signed', (s) => s.ledger.checkpoints);
   gauge('ledger_integration_failures_total', 'Ledger integration rounds that failed (retried at the next interval)', (s) => s.ledger.failures);
-  gauge('ledger_conflicts_total', 'Checkpoints refused because the stored tree disagreed with a signed one (run ledger audit)', (s) => s.ledger.conflicts);
+  gauge('ledger_conflicts_total', 'Times an organization\'s log halted because its stored ledger state disagreed with what was signed, or was missing (run ledger audit)', (s) => s.ledger.conflicts);
+  gauge('ledger_halted_organizations', 'Organizations whose log this instance will not sign until an operator runs ledger reseal', (s) => s.ledger.halted);
   gauge('ledger_audit_runs_total', 'Background audits completed', (s) => s.audit.runs);
   gauge('ledger_audit_findings_total', 'Events or ledger records found changed by the background audit', (s) => s.audit.findings);
   return {

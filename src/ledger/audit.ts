@@ -3,19 +3,27 @@
  * what was signed. The signed checkpoints are the anchor: the stored tiles are trusted only once they
  * reproduce the newest checkpoint's root (nobody can make other hashes do that), and then they say which
  * event each leaf held, so each difference is named: an event edited, deleted, inserted or moved.
+ *
+ * It streams: events in sequence order and tiles one at a time, keeping only what differs, so its memory
+ * stays flat whatever the organization's size, and it yields the event loop every few hundred events (the
+ * background audit runs inside the server).
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Collections } from '../db/database';
-import type { EventDoc } from '../db/documents';
 import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
+import { nodeHash } from '../domain/ledger/merkle';
 import { openNote, type Verifier } from '../domain/ledger/note';
-import { nodesOf, rootHash } from '../domain/ledger/merkle';
-import { eventHashOf, leafHashAt, leafHashOf } from './ledger';
+import { eventHashOf, leafHashAt } from './ledger';
 import { TileReader, TILE_WIDTH } from './tiles';
 
 /** How far from its signed place a moved event is looked for; one moved further is reported as an edit. */
 const MOVE_WINDOW = 256;
+/** Events read between two yields to the event loop. */
+const YIELD_EVERY = 500;
+/** A log without any checkpoint is reported once its first event is older than this (a new log gets its first within a round). */
+const UNANCHORED_GRACE_MS = 60_000;
 
-export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap';
+export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored';
 
 export interface Finding {
   kind: FindingKind;
@@ -34,14 +42,37 @@ export interface AuditReport {
   findings: Finding[];
 }
 
-export async function auditLog(c: Collections, tenant: string, verifier: Verifier | null): Promise<AuditReport> {
-  const findings: Finding[] = [];
-  const docs: EventDoc[] = await c.events.find({ tenant }).sort({ seq: 1 }).toArray();
-  const checkpoints = await c.ledgerCheckpoints.find({ tenant }).sort({ size: -1 }).toArray();
-  const report = (size: number): AuditReport => ({ tenant, events: docs.length, checkpoint_size: size, checkpoints: checkpoints.length, findings });
+/** The RFC 6962 root of leaves pushed one by one, in O(log n) memory: the perfect subtrees of the left edge. */
+class RootAccumulator {
+  private readonly stack: { height: number; hash: Buffer }[] = [];
 
-  // Every checkpoint's signature, when the key is known, and its origin.
-  for (const checkpoint of checkpoints) {
+  push(leaf: Buffer): void {
+    let node = { height: 0, hash: leaf };
+    for (let top = this.stack.at(-1); top?.height === node.height; top = this.stack.at(-1)) {
+      this.stack.pop();
+      node = { height: node.height + 1, hash: nodeHash(top.hash, node.hash) };
+    }
+    this.stack.push(node);
+  }
+
+  root(): Buffer | null {
+    let hash: Buffer | null = null;
+    for (let i = this.stack.length - 1; i >= 0; i--) hash = hash ? nodeHash((this.stack[i] as { hash: Buffer }).hash, hash) : (this.stack[i] as { hash: Buffer }).hash;
+    return hash;
+  }
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+export async function auditLog(c: Collections, tenant: string, verifier: Verifier | null, now: Date = new Date()): Promise<AuditReport> {
+  const findings: Finding[] = [];
+
+  // Every checkpoint's signature, when the key is known, and its origin; the newest is the anchor.
+  let newest: { size: number; root: string } | null = null;
+  let checkpoints = 0;
+  for await (const checkpoint of c.ledgerCheckpoints.find({ tenant }).sort({ size: -1 })) {
+    checkpoints++;
+    newest ??= checkpoint;
     if (!verifier) continue;
     try {
       const parsed = parseCheckpoint(openNote(checkpoint.note, verifier));
@@ -49,75 +80,108 @@ export async function auditLog(c: Collections, tenant: string, verifier: Verifie
         findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: its stored size or root differs from what was signed` });
       }
     } catch (error) {
-      findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: ${error instanceof Error ? error.message : String(error)}` });
+      findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: ${message(error)}` });
     }
   }
-  const newest = checkpoints[0];
   const size = newest?.size ?? 0;
+  const signedRoot = newest ? Buffer.from(newest.root, 'base64') : null;
 
-  // The leaves the events give now, and whether the sequence is still whole.
-  const bySeq = new Map(docs.map((doc) => [doc.seq, doc]));
-  const hashes = new Map(docs.map((doc) => [doc.seq, leafHashOf(doc)]));
-  const head = docs[docs.length - 1]?.seq ?? 0;
-  for (let seq = size + 1; seq <= head; seq++) {
-    if (!bySeq.has(seq)) findings.push({ kind: 'gap', leaf_index: seq - 1, detail: `no event at sequence number ${seq}, after the newest checkpoint` });
-  }
-  if (!newest) return report(0);
-
-  // The signed leaves, from the tiles, once they give the signed root.
+  // The signed leaves, from the tiles, once they give the signed root (read tile by tile).
   const reader = new TileReader(c, tenant);
-  let signed: Buffer[] = [];
-  try {
-    for (let tile = 0; tile * TILE_WIDTH < size; tile++) signed.push(...(await reader.tile(0, tile, Math.min(TILE_WIDTH, size - tile * TILE_WIDTH))));
-    if (!(await rootHash(nodesOf(signed), size)).equals(Buffer.from(newest.root, 'base64'))) throw new Error('they do not give its root');
-  } catch (error) {
-    findings.push({ kind: 'tiles', detail: `the stored tiles cannot be checked against checkpoint ${size} (${error instanceof Error ? error.message : String(error)}): events can be checked only as a whole` });
-    signed = [];
-  }
-  const now = Array.from({ length: size }, (_, i) => hashes.get(i + 1));
-  if (signed.length === 0) {
-    const whole = now.every((hash) => hash !== undefined) && (await rootHash(nodesOf(now), size)).equals(Buffer.from(newest.root, 'base64'));
-    if (!whole) findings.push({ kind: 'edited', detail: `the events 1 to ${size} no longer give the root of checkpoint ${size}` });
-    return report(size);
+  const signedTile = (index: number) => reader.tile(0, index, Math.min(TILE_WIDTH, size - index * TILE_WIDTH));
+  const signedLeaf = async (i: number) => (await signedTile(Math.floor(i / TILE_WIDTH)))[i % TILE_WIDTH] as Buffer;
+  let tilesTrusted = false;
+  if (signedRoot) {
+    try {
+      const fromTiles = new RootAccumulator();
+      for (let tile = 0; tile * TILE_WIDTH < size; tile++) for (const leaf of await signedTile(tile)) fromTiles.push(leaf);
+      if (!fromTiles.root()?.equals(signedRoot)) throw new Error('they do not give its root');
+      tilesTrusted = true;
+    } catch (error) {
+      findings.push({ kind: 'tiles', detail: `the stored tiles cannot be checked against checkpoint ${size} (${message(error)}): events can be checked only as a whole` });
+    }
   }
 
-  // Each difference, named. A leaf commits to its position, so an event is looked for at the leaves
-  // around where it sits now (MOVE_WINDOW either way): found, it was moved. A leaf whose event is not
-  // the one signed there holds an event that was moved, or one never signed: inserted if the signed
-  // event is found elsewhere (pushed aside), edited if not. A signed leaf whose event is found nowhere,
-  // and not explained by an edit in its place, lost its event: deleted.
-  const differs = (i: number) => !now[i]?.equals(signed[i] as Buffer);
+  // One pass over the events in sequence order. Kept: only the leaves that differ from what was signed.
+  const fromEvents = new RootAccumulator();
+  /** Whether every event 1…size is there (when the tiles cannot be trusted, only the whole can be checked). */
+  const sequence = { whole: true };
+  let events = 0;
+  let expected = 1;
+  let firstReceived: Date | null = null;
+  /** Leaf index → the id of the event there now (undefined: none), for every leaf that differs. */
+  const differing = new Map<number, string | undefined>();
+  /** Leaf index → the signed place its event was found at. */
   const movedFrom = new Map<number, number>();
-  const found = new Set<number>();
-  for (let i = 0; i < size; i++) {
-    const doc = bySeq.get(i + 1);
-    if (!differs(i)) found.add(i);
-    if (!doc || !differs(i)) continue;
+  /** Signed leaves whose event was found at another place. */
+  const foundElsewhere = new Set<number>();
+  const missingUpTo = async (seq: number) => {
+    for (; expected < seq; expected++) {
+      if (expected > size) findings.push({ kind: 'gap', leaf_index: expected - 1, detail: `no event at sequence number ${expected}, after the newest checkpoint` });
+      else if (tilesTrusted) differing.set(expected - 1, undefined);
+      else sequence.whole = false;
+      if (expected % YIELD_EVERY === 0) await yieldToLoop();
+    }
+  };
+  for await (const doc of c.events.find({ tenant }).sort({ seq: 1 })) {
+    events++;
+    firstReceived ??= doc.received_at;
+    if (events % YIELD_EVERY === 0) await yieldToLoop();
+    if (doc.seq < expected) continue; // a duplicate sequence number cannot be stored (unique index)
+    await missingUpTo(doc.seq);
+    expected = doc.seq + 1;
+    if (doc.seq > size) continue;
+    const i = doc.seq - 1;
     const hash = eventHashOf(doc);
+    const leaf = leafHashAt(tenant, doc.seq, hash);
+    if (!tilesTrusted) {
+      if (sequence.whole) fromEvents.push(leaf);
+      continue;
+    }
+    if (leaf.equals(await signedLeaf(i))) continue;
+    differing.set(i, doc._id);
+    // A leaf commits to its position: the event is looked for at the signed leaves around it.
     for (let j = Math.max(0, i - MOVE_WINDOW); j < Math.min(size, i + MOVE_WINDOW + 1); j++) {
-      if (j !== i && leafHashAt(tenant, j + 1, hash).equals(signed[j] as Buffer)) {
+      if (j !== i && leafHashAt(tenant, j + 1, hash).equals(await signedLeaf(j))) {
         movedFrom.set(i, j);
-        found.add(j);
+        foundElsewhere.add(j);
         break;
       }
     }
   }
+  await missingUpTo(size + 1);
+  const report = (): AuditReport => ({ tenant, events, checkpoint_size: size, checkpoints, findings });
+
+  if (!signedRoot) {
+    if (firstReceived && now.getTime() - firstReceived.getTime() > UNANCHORED_GRACE_MS) {
+      findings.push({ kind: 'unanchored', detail: `${events} events are stored, but no signed checkpoint covers any of them: the ledger state is missing (the service will not seal them by itself; see \`ledger reseal\`)` });
+    }
+    return report();
+  }
+  if (!tilesTrusted) {
+    if (!sequence.whole || !fromEvents.root()?.equals(signedRoot)) findings.push({ kind: 'edited', detail: `the events 1 to ${size} no longer give the root of checkpoint ${size}` });
+    return report();
+  }
+
+  // Each difference, named. A leaf whose event is not the one signed there holds an event that was
+  // moved, or one never signed: inserted if the signed event is found elsewhere (pushed aside), edited if
+  // not. A signed leaf whose event is found nowhere, and not explained by an edit in its place, lost its
+  // event: deleted.
   const editedAt = new Set<number>();
-  for (let i = 0; i < size; i++) {
-    const doc = bySeq.get(i + 1);
-    if (!doc || !differs(i)) continue;
+  const places = [...differing.keys()].sort((a, b) => a - b);
+  for (const i of places) {
+    const id = differing.get(i);
+    if (id === undefined) continue;
     const from = movedFrom.get(i);
-    if (from !== undefined) {
-      findings.push({ kind: 'moved', leaf_index: i, event_id: doc._id, detail: `event ${doc._id} was signed at leaf ${from} and now sits at leaf ${i}` });
-    } else if (found.has(i)) {
-      findings.push({ kind: 'inserted', leaf_index: i, event_id: doc._id, detail: `event ${doc._id} was never signed: it was inserted at leaf ${i}` });
-    } else {
+    if (from !== undefined) findings.push({ kind: 'moved', leaf_index: i, event_id: id, detail: `event ${id} was signed at leaf ${from} and now sits at leaf ${i}` });
+    else if (foundElsewhere.has(i)) findings.push({ kind: 'inserted', leaf_index: i, event_id: id, detail: `event ${id} was never signed: it was inserted at leaf ${i}` });
+    else {
       editedAt.add(i);
-      findings.push({ kind: 'edited', leaf_index: i, event_id: doc._id, detail: `event ${doc._id} at leaf ${i} is not the event that was signed there: edited` });
+      findings.push({ kind: 'edited', leaf_index: i, event_id: id, detail: `event ${id} at leaf ${i} is not the event that was signed there: edited` });
     }
   }
-  for (let i = 0; i < size; i++) {
-    if (!found.has(i) && !editedAt.has(i)) findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i}: the event signed there is gone` });
+  for (const i of places) {
+    if (!foundElsewhere.has(i) && !editedAt.has(i)) findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i}: the event signed there is gone` });
   }
-  return report(size);
+  return report();
 }

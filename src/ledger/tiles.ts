@@ -50,6 +50,11 @@ export function subtreeRoot(hashes: Buffer[]): Buffer {
   return row[0] as Buffer;
 }
 
+/** A tile the tree needs is not stored (deleted, or never written). */
+export class MissingTile extends Error {
+  override readonly name = 'MissingTile';
+}
+
 /** Reads one organization's tiles, caching some of them for the life of this object (one request, or one integration). */
 export class TileReader {
   private readonly cache = new Map<string, Promise<Buffer[]>>();
@@ -85,7 +90,7 @@ export class TileReader {
       const doc = await this.c.ledgerTiles.findOne({ _id: id });
       if (doc) return split(doc.hashes.buffer).slice(0, width);
     }
-    throw new Error(`ledger tile ${tileId(this.tenant, level, index, width)} is missing`);
+    throw new MissingTile(`ledger tile ${tileId(this.tenant, level, index, width)} is missing`);
   }
 
   /** The complete-subtree hashes of the tree of `size` leaves (some remembered: neighbouring proofs share most of theirs). */
@@ -118,4 +123,23 @@ export class TileReader {
 
 export function tileDoc(tenant: string, level: number, index: number, hashes: Buffer[]): LedgerTileDoc {
   return { _id: tileId(tenant, level, index, hashes.length), tenant, tile: tileKey(tenant, level, index), width: hashes.length, hashes: new Binary(Buffer.concat(hashes)) };
+}
+
+/**
+ * Every tile of the tree of the first `size` of `leaves` (full tiles, and the partial tile at each
+ * level's right edge): what `ledger reseal` writes when it rebuilds a log from its events.
+ */
+export function tilesOf(tenant: string, leaves: readonly Buffer[], size: number): LedgerTileDoc[] {
+  const docs: LedgerTileDoc[] = [];
+  let hashes = leaves.slice(0, size);
+  for (let level = 0; hashes.length > 0; level++) {
+    const up: Buffer[] = [];
+    for (let index = 0; index * TILE_WIDTH < hashes.length; index++) {
+      const tile = hashes.slice(index * TILE_WIDTH, (index + 1) * TILE_WIDTH);
+      docs.push(tileDoc(tenant, level, index, tile));
+      if (tile.length === TILE_WIDTH) up.push(subtreeRoot(tile));
+    }
+    hashes = up;
+  }
+  return docs;
 }
