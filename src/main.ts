@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from './config/env';
 import { connectDatabase, DatabaseStartError } from './db/connect';
 import { systemClock } from './domain/time';
 import { createHttpApp } from './http/app';
+import { createInternalListener } from './http/internalApp';
 import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
@@ -46,11 +47,15 @@ async function main(): Promise<void> {
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const url = config.publicUrl ?? `http://localhost:${port}`;
-  // Other instances on this database forward events to this address; alone, nothing is ever sent to it.
-  const wildcard = ['0.0.0.0', '::', ''].includes(config.host);
-  await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.host)}:${port}`);
+  // Other instances on this database forward events to the internal listener; alone, nothing is ever sent to it.
+  const internal = createServer(createInternalListener(services.ingest));
+  internal.listen(config.internalPort, config.internalHost);
+  await once(internal, 'listening');
+  const internalPort = (internal.address() as AddressInfo).port;
+  const wildcard = ['0.0.0.0', '::', ''].includes(config.internalHost);
+  await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${internalPort}`);
   log.info(
-    { port, url, metricsPort, embeddedDatabase: database.embedded },
+    { port, url, metricsPort, internalPort, embeddedDatabase: database.embedded },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
   );
 
@@ -76,6 +81,8 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     metricsServer.close();
+    internal.close();
+    internal.closeIdleConnections();
     await services.ingest.stop();
     await services.ledger.stop();
     await services.ledgerAudit.stop();

@@ -6,7 +6,7 @@ import { call, eventBody, type ApiResponse } from './helpers/api';
 import { expectGapless, fill, twoProcessesOnOneDatabase } from './helpers/cluster';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { startServerProcess } from './helpers/processes';
-import { claimIdOf } from '../src/services/idempotency';
+import { claimIdOf } from '../src/db/idempotencyRepository';
 
 function postBatch(url: string, org: TestOrg, events: unknown[], key?: string): Promise<ApiResponse<any>> {
   return call(`${url}/v1/events/batch`, { key: org.key, body: { events }, headers: key === undefined ? {} : { 'Idempotency-Key': key } });

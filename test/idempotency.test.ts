@@ -10,7 +10,7 @@ import { call, eventBody, jsonOrText, type ApiResponse } from './helpers/api';
 import { expectGapless, metric, statuses, twoProcessesOnOneDatabase } from './helpers/cluster';
 import { startTestApp, type TestApp, type TestOrg } from './helpers/harness';
 import { startServerProcess } from './helpers/processes';
-import { claimIdOf } from '../src/services/idempotency';
+import { claimIdOf } from '../src/db/idempotencyRepository';
 
 function post(url: string, org: TestOrg, key: string | undefined, body: unknown, path = '/v1/events'): Promise<ApiResponse<any>> {
   return call(`${url}${path}`, { key: org.key, body, headers: key === undefined ? {} : { 'Idempotency-Key': key } });

@@ -20,6 +20,8 @@ const ZEnv = z.object({
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
   PUBLIC_URL: z.url().optional(),
   INSTANCE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  INTERNAL_HOST: z.string().default('127.0.0.1'),
+  INTERNAL_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   INGEST_WRITERS: positive.max(64).default(1),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY_HOPS: positive.max(10).default(1),
@@ -92,8 +94,11 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   planCaps: Record<Plan, number>;
   publicUrl: string | undefined;
-  /** Where the other instances on the same database reach this one (default: this host's loopback and port). */
+  /** Where the other instances on the same database reach this one's internal listener (default: http://INTERNAL_HOST:<its port>). */
   instanceUrl: string | undefined;
+  /** The internal listener, for the other instances only: never the public port. */
+  internalHost: string;
+  internalPort: number;
   /** How many of the instances on one database write events; the others forward to them. */
   ingestWriters: number;
   trustProxy: boolean;
@@ -138,6 +143,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     planCaps: { free: e.PLAN_CAP_FREE, pro: e.PLAN_CAP_PRO, enterprise: e.PLAN_CAP_ENTERPRISE },
     publicUrl: e.PUBLIC_URL,
     instanceUrl: e.INSTANCE_URL,
+    internalHost: e.INTERNAL_HOST,
+    internalPort: e.INTERNAL_PORT,
     ingestWriters: e.INGEST_WRITERS,
     trustProxy: e.TRUST_PROXY === 'true',
     trustProxyHops: e.TRUST_PROXY_HOPS,

@@ -100,10 +100,10 @@ export class ApiKeyRepository {
     return this.c.apiKeys.findOne({ _id: hash, revoked_at: null });
   }
 
-  /** Which of these key hashes belong to active keys: one query for a whole write batch. */
-  async activeAmong(hashes: readonly string[]): Promise<Set<string>> {
-    const docs = await this.c.apiKeys.find({ _id: { $in: [...hashes] }, revoked_at: null }, { projection: { _id: 1 } }).toArray();
-    return new Set(docs.map((doc) => doc._id));
+  /** Which of these key hashes belong to active keys, with each one's organization: one query for a whole write batch. */
+  async activeAmong(hashes: readonly string[]): Promise<Map<string, { org_id: string }>> {
+    const docs = await this.c.apiKeys.find({ _id: { $in: [...hashes] }, revoked_at: null }, { projection: { _id: 1, org_id: 1 } }).toArray();
+    return new Map(docs.map((doc) => [doc._id, { org_id: doc.org_id }]));
   }
 
   /** The operator's revocation by public id; null when no key has it. Revoking twice keeps the first time. */

@@ -132,10 +132,10 @@ export interface SessionDoc {
 export interface InstanceDoc {
   /** Random, chosen at start. */
   _id: string;
-  /** Where the other instances reach this one's HTTP port. */
+  /** Where the other instances reach this one's internal listener (INTERNAL_HOST, INTERNAL_PORT). */
   url: string;
-  /** Random, chosen at start: the other instances send it with what they forward, so nothing else can. */
-  token: string;
+  /** The installation's MAC of id and url (src/ingest/instanceAuth.ts): entries without a valid one are ignored. */
+  mac: string;
   /** Bumped every heartbeat. */
   beat: number;
   started_at: Date;

@@ -70,10 +70,27 @@ export class EventReader {
     return this.c.events.findOne({ _id: id, tenant: this.tenant });
   }
 
-  /** The newest event's sequence number (0: none), read through the (tenant, seq) index. */
+  /**
+   * The newest event's sequence number (0: none). The sequence is gapless, so it is found by point reads
+   * of sequence numbers (galloping, then bisecting: about 2·log2(n) of them), each served by the (tenant,
+   * seq) index on both databases; FerretDB answers a sorted read by loading the whole organization.
+   */
   async newestSeq(): Promise<number> {
-    const newest = await this.c.events.findOne({ tenant: this.tenant }, { sort: { seq: -1 }, projection: { seq: 1 } });
-    return newest?.seq ?? 0;
+    const taken = async (seq: number) => (await this.c.events.findOne({ tenant: this.tenant, seq }, { projection: { _id: 1 } })) !== null;
+    if (!(await taken(1))) return 0;
+    let low = 1;
+    let step = 1;
+    while (await taken(low + step)) {
+      low += step;
+      step *= 2;
+    }
+    let high = low + step;
+    while (high - low > 1) {
+      const mid = Math.floor((low + high) / 2);
+      if (await taken(mid)) low = mid;
+      else high = mid;
+    }
+    return low;
   }
 
   /** Those of `ids` that are stored, by id. */

@@ -1,7 +1,13 @@
 /** Idempotency claims: one per key per organization, taken by a unique insert (the one atomic step both databases offer). */
+import { createHash } from 'node:crypto';
 import type { Collections } from './database';
 import type { IdempotencyClaimDoc } from './documents';
 import { insertUnlessTaken } from './errors';
+
+/** A claim's `_id`: one key per organization. */
+export function claimIdOf(tenant: string, key: string): string {
+  return createHash('sha256').update(`${tenant}\n${key}`).digest('hex');
+}
 
 export class IdempotencyRepository {
   constructor(private readonly c: Collections) {}

@@ -20,7 +20,7 @@ export const LIMITS = { id: 256, name: 1024, email: 320, cursor: 512, bodyBytes:
  * against would overflow the stack of any recursive one, JSON.stringify's included. Only objects and
  * arrays are stacked, strings are checked where they are met: it runs for every event written.
  */
-function metadataProblem(value: Record<string, unknown>): string | null {
+export function metadataProblem(value: Record<string, unknown>): string | null {
   const max = LIMITS.metadataDepth;
   let unpaired = false;
   const stack: [object, number][] = [[value, 1]];

@@ -12,7 +12,6 @@ import { docsPage } from './docsPage';
 import { errorHandling } from './errorHandling';
 import { apiKeyExportAuth, exportRoute } from './exportRoute';
 import { proofsRoute } from './proofsRoute';
-import { forwardRoute } from './forwardRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
@@ -83,8 +82,6 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
 
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandling);
-  // Instance to instance, before the per-key rate limit: its requests carry events that were counted already.
-  koa.use(forwardRoute(services.ingest));
   koa.use(rateLimitPerApiKey(services.limits));
   koa.use(admitStrangers(services, services.limits, secureCookies));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));

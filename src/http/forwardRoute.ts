@@ -1,34 +1,44 @@
 /**
  * Receives the events another instance forwards to this one because this one writes their organization
- * (src/ingest/ingest.ts). Only instances on the same database know the token it checks. Every answer
- * but 200 means nothing was written, so the sender may write the events elsewhere.
+ * (src/ingest/ingest.ts). Served only on the internal listener (INTERNAL_HOST, INTERNAL_PORT), never on
+ * the public port, and only to a request that carries the installation's MAC of its body bound to this
+ * instance (src/ingest/instanceAuth.ts); the answer carries the MAC of itself bound to the request's.
+ * Every answer but 200 means nothing was written, so the sender may write the events elsewhere.
  */
 import coBody from 'co-body';
 import type { Middleware } from 'koa';
-import { FORWARD_MAX_BYTES, FORWARD_PATH, FORWARD_TOKEN_HEADER, type TForwardResponse, ZForwardRequest } from '../ingest/forwardWire';
+import { FORWARD_MAX_BYTES, FORWARD_PATH, INSTANCE_MAC_HEADER, type TForwardResponse, ZForwardRequest } from '../ingest/forwardWire';
 import type { Ingest } from '../ingest/ingest';
 import { toAppError } from '../trpc/errors';
-import type { AppState } from './appState';
 
-export function forwardRoute(ingest: Ingest): Middleware<AppState> {
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function forwardRoute(ingest: Ingest): Middleware {
   return async (ctx, next) => {
-    if (ctx.path !== FORWARD_PATH) {
+    if (ctx.path !== FORWARD_PATH || ctx.method !== 'POST') {
       await next();
       return;
     }
-    const token = ctx.get(FORWARD_TOKEN_HEADER);
-    if (ctx.method !== 'POST' || !token || !ingest.instances.acceptsToken(token)) {
-      ctx.status = 404;
+    const mac = ctx.get(INSTANCE_MAC_HEADER);
+    let text: string;
+    try {
+      text = (await coBody.text(ctx.req, { limit: FORWARD_MAX_BYTES, encoding: 'utf8' })) as string;
+    } catch {
+      ctx.status = 400;
       return;
     }
-    let request;
-    try {
-      const text = (await coBody.text(ctx.req, { limit: FORWARD_MAX_BYTES, encoding: 'utf8' })) as string;
-      request = ZForwardRequest.safeParse(JSON.parse(text));
-    } catch {
-      request = undefined;
+    if (!ingest.auth.check(mac, 'forward', ingest.instances.self.id, text)) {
+      ctx.status = 401;
+      return;
     }
-    if (!request?.success) {
+    const request = ZForwardRequest.safeParse(parseJson(text));
+    if (!request.success) {
       ctx.status = 400;
       return;
     }
@@ -40,6 +50,9 @@ export function forwardRoute(ingest: Ingest): Middleware<AppState> {
         return { error: { code: error.code, message: error.message, ...(error.details.retryAfter === undefined ? {} : { retry_after: error.details.retryAfter }) } };
       }),
     };
-    ctx.body = body;
+    const answer = JSON.stringify(body);
+    ctx.set(INSTANCE_MAC_HEADER, ingest.auth.mac('answer', mac, answer));
+    ctx.type = 'application/json';
+    ctx.body = answer;
   };
 }

@@ -312,8 +312,11 @@ export class EventWriter {
       const owners: { p: Pending; index: number }[] = [];
       const placed: Pending[] = [];
       for (const p of pending) {
-        if (!activeKeys.has(p.keyHash)) {
-          this.onInactiveKey(p.keyHash);
+        const key = activeKeys.get(p.keyHash);
+        // The key must be active and the events its organization's (a forwarded write says so itself).
+        // Their api_key_id may name another key of the organization: the one that claimed an idempotent request.
+        if (!key || p.drafts.some((d) => d.tenant !== key.org_id)) {
+          if (!key) this.onInactiveKey(p.keyHash);
           p.reject(new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey));
           continue;
         }

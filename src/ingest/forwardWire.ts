@@ -4,40 +4,58 @@
  */
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors';
+import { isEventId, LIMITS, metadataProblem, ZIdempotencyKey } from '../domain/event';
 import type { EventDraft } from './eventWriter';
 
 /** The instance-to-instance path; not under /v1 and not in openapi.json. */
 export const FORWARD_PATH = '/internal/forward-events';
-export const FORWARD_TOKEN_HEADER = 'x-instance-token';
+/** The installation's MAC of a forward (bound to the receiver) and of its answer (bound to the request's MAC). */
+export const INSTANCE_MAC_HEADER = 'x-instance-mac';
 /** A forward's body: generous, since a round may carry up to 1,000 events with large metadata. */
 export const FORWARD_MAX_BYTES = 64 * 1024 * 1024;
 /** Events sent in one forward, unless one batch alone is larger. */
 export const MAX_FORWARD_EVENTS = 1000;
 
 const ZDate = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
-const nullable = z.string().nullable();
+const id = z.string().min(1).max(LIMITS.id);
+const name = z.string().max(LIMITS.name).nullable();
 
-const ZDraft = z.object({
-  _id: z.string(),
-  tenant: z.string(),
+/** Whether `text` is a JSON object that a create body could have given as metadata. */
+function isMetadataJson(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) && metadataProblem(value as Record<string, unknown>) === null;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A forwarded event as strictly as a public request's: the sending instance built it from a validated
+ * create body, and the receiver takes nothing on trust (the tenant and key are checked against the key
+ * by the writer, a cap exemption against its idempotency claim by `Ingest.writeForwarded`).
+ */
+const ZDraft = z.strictObject({
+  _id: z.string().refine(isEventId, 'must be an event id'),
+  tenant: id,
   ts: ZDate,
   received_at: ZDate,
-  actor_id: z.string(),
-  actor_name: nullable,
-  actor_email: nullable,
-  action: z.string(),
-  resource_type: z.string(),
-  resource_id: z.string(),
-  resource_name: nullable,
-  metadata: z.string(),
-  organization_id: z.string(),
-  api_key_id: z.string(),
-  idempotency_key: z.string().optional(),
+  actor_id: id,
+  actor_name: name,
+  actor_email: z.string().max(LIMITS.email).nullable(),
+  action: id,
+  resource_type: id,
+  resource_id: id,
+  resource_name: name,
+  metadata: z.string().max(LIMITS.bodyBytes).refine(isMetadataJson, 'must be the JSON text of a metadata object'),
+  organization_id: id,
+  api_key_id: id,
+  idempotency_key: ZIdempotencyKey.optional(),
 }) satisfies z.ZodType<EventDraft>;
 
 /** One caller's events (see EventWriter.writeAll): at most MAX_FORWARD_EVENTS in all, but a batch is never split. */
 export const ZForwardRequest = z.object({
-  writes: z.array(z.object({ drafts: z.array(ZDraft).min(1), key_hash: z.string(), cap_exempt: z.boolean() })).min(1).max(MAX_FORWARD_EVENTS),
+  writes: z.array(z.strictObject({ drafts: z.array(ZDraft).min(1).max(10_000), key_hash: z.string().regex(/^[0-9a-f]{64}$/), cap_exempt: z.boolean() })).min(1).max(MAX_FORWARD_EVENTS),
 });
 export type TForwardRequest = z.input<typeof ZForwardRequest>;
 

@@ -12,7 +12,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import { type EventDraft, writeUnconfirmed } from './eventWriter';
-import { FORWARD_PATH, FORWARD_TOKEN_HEADER, MAX_FORWARD_EVENTS, type TPlacement, ZForwardResponse } from './forwardWire';
+import { FORWARD_PATH, INSTANCE_MAC_HEADER, MAX_FORWARD_EVENTS, type TPlacement, ZForwardResponse } from './forwardWire';
+import type { InstanceAuth } from './instanceAuth';
 import type { Peer } from './instances';
 
 /** The forward did not reach the instance, or it wrote nothing: the event may be written elsewhere. */
@@ -36,7 +37,7 @@ interface Lane {
   quiet: (() => void)[];
 }
 
-type Reply = { delivered: false; reason: string } | { delivered: true; status: number; text: string };
+type Reply = { delivered: false; reason: string } | { delivered: true; status: number; text: string; mac: string | undefined };
 
 const MAX_IN_FLIGHT = 8;
 /** Longer than the receiving writer's own database timeout, so its 503 arrives before ours. */
@@ -69,6 +70,7 @@ export class Forwarder {
   forwarded = 0;
 
   constructor(
+    private readonly auth: InstanceAuth,
     private readonly log: Logger,
     /** Told when an instance could not be reached or did not answer. */
     private readonly onPeerFailure: (peer: Peer) => void,
@@ -77,7 +79,7 @@ export class Forwarder {
   /** Resolves with the events' places, or UNDELIVERED; rejects with the receiving writer's refusal. */
   forward(peer: Peer, drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<TPlacement[] | typeof UNDELIVERED> {
     let lane = this.lanes.get(peer.id);
-    if (!lane || lane.peer.token !== peer.token) {
+    if (!lane || lane.peer.url !== peer.url) {
       lane = { peer, queue: [], scheduled: false, inFlight: 0, quiet: [] };
       this.lanes.set(peer.id, lane);
     }
@@ -125,9 +127,10 @@ export class Forwarder {
 
   private async send(peer: Peer, batch: Forward[]): Promise<void> {
     const body = JSON.stringify({ writes: batch.map((f) => ({ drafts: f.drafts, key_hash: f.keyHash, cap_exempt: f.capExempt })) });
+    const mac = this.auth.mac('forward', peer.id, body);
     let reply: Reply;
     try {
-      reply = await this.post(peer, body);
+      reply = await this.post(peer, body, mac);
     } catch (error) {
       this.onPeerFailure(peer);
       this.log.error({ peer: peer.url, events: batch.length, error: String(error) }, 'forwarded events got no answer');
@@ -141,8 +144,9 @@ export class Forwarder {
       for (const f of batch) f.resolve(UNDELIVERED);
       return;
     }
-    const parsed = ZForwardResponse.safeParse(parseJson(reply.text));
-    if (!parsed.success || parsed.data.results.length !== batch.length) {
+    // Only the instance that was sent the forward can answer it: anything else is no answer at all.
+    const parsed = this.auth.check(reply.mac, 'answer', mac, reply.text) ? ZForwardResponse.safeParse(parseJson(reply.text)) : null;
+    if (!parsed?.success || parsed.data.results.length !== batch.length) {
       this.log.error({ peer: peer.url }, 'unreadable answer to forwarded events');
       const failure = writeUnconfirmed(new Error(`unreadable answer from ${peer.url}`));
       for (const f of batch) f.reject(failure);
@@ -161,7 +165,7 @@ export class Forwarder {
   }
 
   /** Resolves with the answer, or `delivered: false` when the request never left; rejects when the outcome is unknown. */
-  private post(peer: Peer, body: string): Promise<Reply> {
+  private post(peer: Peer, body: string, mac: string): Promise<Reply> {
     const url = new URL(FORWARD_PATH, peer.url);
     const secure = url.protocol === 'https:';
     return new Promise((resolve, reject) => {
@@ -169,7 +173,7 @@ export class Forwarder {
         method: 'POST',
         agent: secure ? this.agents.https : this.agents.http,
         timeout: TIMEOUT_MS,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [FORWARD_TOKEN_HEADER]: peer.token },
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [INSTANCE_MAC_HEADER]: mac },
       });
       req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS} ms`)));
       req.on('error', (error: NodeJS.ErrnoException) => {
@@ -180,7 +184,8 @@ export class Forwarder {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
-        res.on('end', () => { resolve({ delivered: true, status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }); });
+        const answerMac = res.headers[INSTANCE_MAC_HEADER];
+        res.on('end', () => { resolve({ delivered: true, status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), mac: typeof answerMac === 'string' ? answerMac : undefined }); });
       });
       req.end(body);
     });

@@ -12,9 +12,11 @@ import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Collections } from '../db/database';
 import type { EventDoc } from '../db/documents';
+import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
 import type { EventDraft, EventWriter, WriterStats } from './eventWriter';
 import { Forwarder, UNDELIVERED } from './forwarder';
 import type { TPlacement } from './forwardWire';
+import type { InstanceAuth } from './instanceAuth';
 import { Instances } from './instances';
 
 export interface IngestStats extends WriterStats {
@@ -27,18 +29,22 @@ export interface IngestStats extends WriterStats {
 export class Ingest {
   readonly instances: Instances;
   private readonly forwarder: Forwarder;
+  private readonly claims: IdempotencyRepository;
 
   constructor(
     c: Collections,
     private readonly writer: EventWriter,
+    /** The installation's key for instance-to-instance messages. */
+    readonly auth: InstanceAuth,
     log: Logger,
     /** Told about keys found revoked, here or by the instance a write was forwarded to. */
     private readonly onInactiveKey: (hash: string) => void,
     /** How many of the live instances write events (INGEST_WRITERS). */
     writers = 1,
   ) {
-    this.instances = new Instances(c.instances, log, writers);
-    this.forwarder = new Forwarder(log, (peer) => { this.instances.markDown(peer); });
+    this.instances = new Instances(c.instances, auth, log, writers);
+    this.forwarder = new Forwarder(auth, log, (peer) => { this.instances.markDown(peer); });
+    this.claims = new IdempotencyRepository(c);
   }
 
   get stats(): IngestStats {
@@ -67,9 +73,24 @@ export class Ingest {
     return drafts.map((draft, i) => ({ ...draft, ...(placed[i] as TPlacement) }));
   }
 
-  /** A write another instance forwarded here: written here, whatever this instance's view of the owner. */
-  writeForwarded(drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<EventDoc[]> {
+  /**
+   * A write another instance forwarded here: written here, whatever this instance's view of the owner.
+   * A cap exemption is taken only where this instance can check it: the events complete the request of
+   * an idempotency claim of their organization (services/idempotency.ts).
+   */
+  async writeForwarded(drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<EventDoc[]> {
+    if (capExempt && !(await this.claimed(drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: a cap exemption that no idempotency claim backs');
     return this.writer.writeAll(drafts, keyHash, capExempt);
+  }
+
+  /** Whether the drafts are events an idempotency claim of their organization names. */
+  private async claimed(drafts: EventDraft[]): Promise<boolean> {
+    const first = drafts[0];
+    const key = first?.idempotency_key;
+    if (!first || key === undefined || drafts.some((d) => d.tenant !== first.tenant || d.idempotency_key !== key)) return false;
+    const claim = await this.claims.find(claimIdOf(first.tenant, key));
+    const ids = new Set(claim?.tenant === first.tenant ? claim.event_ids : []);
+    return drafts.every((d) => ids.has(d._id));
   }
 
   /** Resolves when everything received so far has been written, refused or answered by its writer. */

@@ -1,7 +1,8 @@
 /**
  * The service instances on one database, and which one of them writes each organization's events.
  *
- * Each instance announces itself in `instances` (its address and a random token) and bumps a counter
+ * Each instance announces itself in `instances` (its internal address, with the installation's MAC of
+ * it: src/ingest/instanceAuth.ts; entries without a valid one are ignored) and bumps a counter
  * there every second. Every instance reads the whole collection at each of its own beats and takes an
  * instance for live while it sees that counter move, timed by its own monotonic clock: no two clocks
  * are ever compared. Of the live instances, `writers` (INGEST_WRITERS, default 1) write events: those
@@ -16,17 +17,17 @@
  * write one organization at once, which is safe: the unique (tenant, seq) index still decides every
  * sequence number (src/ingest/eventWriter.ts). Ownership only keeps them from racing all the time.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Collection } from 'mongodb';
 import type { Logger } from 'pino';
 import type { InstanceDoc } from '../db/documents';
 import { describeDbError } from '../db/errors';
+import type { InstanceAuth } from './instanceAuth';
 
 export interface Peer {
   id: string;
   url: string;
-  token: string;
 }
 
 const BEAT_MS = 1000;
@@ -38,7 +39,7 @@ const FORGET_MS = 10 * 60_000;
 const MAX_CACHED_OWNERS = 100_000;
 
 export class Instances {
-  readonly self: Peer = { id: randomUUID(), url: '', token: randomBytes(32).toString('base64url') };
+  readonly self: Peer = { id: randomUUID(), url: '' };
   private readonly seen = new Map<string, { doc: InstanceDoc; changedAt: number }>();
   /** Peers that failed a forward: left out until this time (monotonic ms). */
   private readonly down = new Map<string, number>();
@@ -49,9 +50,12 @@ export class Instances {
   private timer: NodeJS.Timeout | undefined;
   private beats = 0;
   private beating = false;
+  /** Entries without a valid MAC, already logged (each is logged once). */
+  private readonly refused = new Set<string>();
 
   constructor(
     private readonly c: Collection<InstanceDoc>,
+    private readonly auth: InstanceAuth,
     private readonly log: Logger,
     private readonly writers = 1,
   ) {}
@@ -109,15 +113,19 @@ export class Instances {
     this.setLive(this.live.filter((p) => p.id !== peer.id));
   }
 
-  /** Whether a forward carries this instance's token. */
-  acceptsToken(token: string): boolean {
-    const given = Buffer.from(token);
-    const own = Buffer.from(this.self.token);
-    return given.length === own.length && timingSafeEqual(given, own);
+  private doc(): InstanceDoc {
+    return { _id: this.self.id, url: this.self.url, mac: this.auth.mac('instance', this.self.id, this.self.url), beat: this.beats, started_at: new Date() };
   }
 
-  private doc(): InstanceDoc {
-    return { _id: this.self.id, url: this.self.url, token: this.self.token, beat: this.beats, started_at: new Date() };
+  /** Whether an entry was written by an instance of this installation (one holding its key). */
+  private authentic(doc: InstanceDoc): boolean {
+    if (this.auth.check(doc.mac, 'instance', doc._id, doc.url)) return true;
+    if (!this.refused.has(doc._id)) {
+      if (this.refused.size >= 1000) this.refused.clear();
+      this.refused.add(doc._id);
+      this.log.error({ instance: doc._id, url: doc.url }, 'an entry of the instance list is not signed with this installation\'s key: ignored (someone wrote it into the database)');
+    }
+    return false;
   }
 
   private async beat(): Promise<void> {
@@ -137,7 +145,7 @@ export class Instances {
   }
 
   private async refresh(): Promise<void> {
-    const docs = await this.c.find({}).toArray();
+    const docs = (await this.c.find({}).toArray()).filter((doc) => this.authentic(doc));
     const now = performance.now();
     const present = new Set<string>();
     const forgotten: string[] = [];
@@ -151,7 +159,7 @@ export class Instances {
     for (const [id, until] of this.down) if (until <= now) this.down.delete(id);
     const others = [...this.seen.values()]
       .filter(({ doc, changedAt }) => doc._id !== this.self.id && now - changedAt < SILENT_MS && !this.down.has(doc._id))
-      .map(({ doc }) => ({ id: doc._id, url: doc.url, token: doc.token }));
+      .map(({ doc }) => ({ id: doc._id, url: doc.url }));
     this.setLive([this.self, ...others]);
     if (forgotten.length > 0) await this.c.deleteMany({ _id: { $in: forgotten } });
   }

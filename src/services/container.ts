@@ -11,6 +11,7 @@ import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { EventWriter } from '../ingest/eventWriter';
 import { Ingest } from '../ingest/ingest';
+import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { Ledger, type LedgerOptions } from '../ledger/ledger';
 import { AccountService } from './accounts';
@@ -62,7 +63,9 @@ export async function createServices(
   const forgetKey = (hash: string) => { auth.forget(hash); };
   // Without options (the admin CLI), the ledger serves reads and never signs.
   const ledger = new Ledger(c, config.ledger ?? { name: 'unsigned', signer: null, intervalMs: 1000 }, log);
-  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey, (docs) => { ledger.stored(docs); }), log, forgetKey, config.ingestWriters);
+  // Instances authenticate each other with a key derived from the signing key file they share.
+  const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
+  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey, (docs) => { ledger.stored(docs); }), instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits ?? DEFAULT_LIMITS;
   const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
   const events = new EventService(c, ingest, idempotent, clock, ledger, limits);

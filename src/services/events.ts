@@ -140,14 +140,13 @@ export class EventService {
   async export(principal: Principal, filters: TEventFilters, treeSize?: number): Promise<{ docs: Readable; treeSize: number }> {
     const query = toEventQuery(filters);
     const reader = this.readerFor(principal);
-    const newest = await reader.newestSeq();
-    if (treeSize !== undefined && treeSize > newest) {
-      throw new AppError('VALIDATION_FAILED', `Invalid request: tree_size (${treeSize}) is larger than the organization's log (${newest} events)`, { fields: ['tree_size'] });
-    }
-    const size = treeSize ?? newest;
     const release = this.exportSlots.acquire(principal.tenant);
     const cursor = reader.stream(query);
+    let size: number;
     try {
+      // Not checked against the stored events: an export pinned to a signed tree whose events were
+      // deleted must still be made, so that verifying it names what is missing.
+      size = treeSize ?? (await reader.newestSeq());
       await cursor.hasNext();
     } catch (error) {
       release();

@@ -22,7 +22,7 @@ import type { Clock } from '../domain/time';
 import type { Collections } from '../db/database';
 import type { EventDoc, IdempotencyClaimDoc } from '../db/documents';
 import { EventReader } from '../db/eventReader';
-import { IdempotencyRepository } from '../db/idempotencyRepository';
+import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
 import { describeDbError } from '../db/errors';
 import type { EventDraft } from '../ingest/eventWriter';
 import type { Ingest } from '../ingest/ingest';
@@ -72,11 +72,6 @@ export function draftsOf(tenant: string, contents: EventContent[], stamp: Stamp)
 
 export function freshStamp(count: number, receivedAt: Date, apiKeyId: string): Stamp {
   return { ids: Array.from({ length: count }, () => uuidv7()), receivedAt, apiKeyId };
-}
-
-/** A claim's `_id`: one key per organization. */
-export function claimIdOf(tenant: string, key: string): string {
-  return createHash('sha256').update(`${tenant}\n${key}`).digest('hex');
 }
 
 /**

@@ -13,6 +13,8 @@ const TSX = ['--import', 'tsx'];
 
 export interface ServerProcess {
   url: string;
+  /** Its internal listener, where the other instances forward events (INTERNAL_PORT=0: a free loopback port). */
+  internalUrl: string;
   /** The process's metrics address (METRICS_PORT=0: a free loopback port it logs at start). */
   metricsUrl: string;
   child: ChildProcess;
@@ -41,15 +43,15 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     stderr += chunk.toString();
   });
   const lines = createInterface({ input: child.stdout }); // stdout is piped above
-  const { port, metricsPort } = await new Promise<{ port: number; metricsPort: number }>((resolve, reject) => {
+  const { port, metricsPort, internalPort } = await new Promise<{ port: number; metricsPort: number; internalPort: number }>((resolve, reject) => {
     const timer = setTimeout(() => { reject(new Error(`server did not start: ${stderr}`)); }, 60_000);
     child.once('exit', (code) => { reject(new Error(`server exited with ${code}: ${stderr}`)); });
     lines.on('line', (line) => {
       try {
-        const entry = JSON.parse(line) as { port?: number; metricsPort?: number };
-        if (entry.port && entry.metricsPort) {
+        const entry = JSON.parse(line) as { port?: number; metricsPort?: number; internalPort?: number };
+        if (entry.port && entry.metricsPort && entry.internalPort) {
           clearTimeout(timer);
-          resolve({ port: entry.port, metricsPort: entry.metricsPort });
+          resolve({ port: entry.port, metricsPort: entry.metricsPort, internalPort: entry.internalPort });
         }
       } catch {
         // not a log line
@@ -58,6 +60,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   });
   return {
     url: `http://127.0.0.1:${port}`,
+    internalUrl: `http://127.0.0.1:${internalPort}`,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     child,
     async stop() {
