@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventBody } from './helpers/api';
@@ -97,4 +97,49 @@ test('killed with SIGKILL midway and run again: every line stored exactly once, 
   expect(summary.resumed_after_line).toBeGreaterThan(0);
   expect(summary.refused.map((r) => r.line)).toEqual([1777]);
   expect(await storedLines(org)).toEqual(range(1, 3000, [1777]));
+});
+
+test('the state file is bound to the input\'s content: a changed file is refused, not skipped', async () => {
+  const org = await app.org();
+  const file = writeLines('changing.jsonl', 120);
+  expect((await runCli(importArgs(org, file), {})).code).toBe(0);
+  expect(await storedLines(org)).toEqual(range(1, 120));
+  // The same path, other content (as many lines, and more): the state file's lines are not these.
+  const lines = Array.from({ length: 150 }, (_, i) => JSON.stringify(eventBody({ metadata: { line: 1000 + i } })));
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  const changed = await runCli(importArgs(org, file), {});
+  expect(changed.code).toBe(1);
+  expect(changed.stderr).toContain('The input is not the one the state file');
+  // Without its state file it is imported whole, with keys of its own: nothing taken for a replay.
+  rmSync(`${file}.import-state.json`);
+  const fresh = await runCli([...importArgs(org, file), '--json'], {});
+  expect(fresh.code).toBe(0);
+  expect(JSON.parse(fresh.stdout)).toMatchObject({ imported: 150, replayed: 0 });
+  // The same content again: resumed past every line, nothing sent.
+  const again = await runCli([...importArgs(org, file), '--json'], {});
+  expect(JSON.parse(again.stdout)).toMatchObject({ imported: 0, replayed: 0, resumed_after_line: 150 });
+});
+
+test('the state file is never written through a symlink', async () => {
+  const org = await app.org();
+  const file = writeLines('linked.jsonl', 10);
+  const victim = join(dir, 'victim.txt');
+  writeFileSync(victim, 'precious\n');
+  symlinkSync(victim, `${file}.import-state.json`);
+  // The symlink's target is not a state file this command wrote: it refuses to read it, and writes nothing.
+  const refused = await runCli(importArgs(org, file), {});
+  expect(refused.code).toBe(1);
+  expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+  // Given a state path whose name is a dangling symlink, the state is written in its place, not through it.
+  const state = join(dir, 'state-link.json');
+  symlinkSync(join(dir, 'not-there.json'), state);
+  expect((await runCli([...importArgs(org, file), '--state', state], {})).code).toBe(0);
+  expect(existsSync(join(dir, 'not-there.json'))).toBe(false);
+  expect(lstatSync(state).isSymbolicLink()).toBe(false);
+  expect(JSON.parse(readFileSync(state, 'utf8'))).toMatchObject({ next_line: 11 });
+  // A symlink planted where a temporary file might be written is not followed either.
+  const other = writeLines('planted.jsonl', 10);
+  symlinkSync(victim, `${other}.import-state.json.tmp`);
+  expect((await runCli(importArgs(org, other), {})).code).toBe(0);
+  expect(readFileSync(victim, 'utf8')).toBe('precious\n');
 });

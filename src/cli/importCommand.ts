@@ -1,14 +1,15 @@
 /**
  * `cli import`: JSON Lines (one create body per line) into POST /v1/events/batch, exactly once.
  *
- * Each batch is sent with an Idempotency-Key derived from the file and its line range, so a batch whose
- * answer was lost is retried without storing anything twice; a state file beside the input records the
- * first line not yet confirmed, so a run that was interrupted (Ctrl-C, kill -9, a lost connection)
- * resumes there when started again with the same arguments. Lines the service refuses (or that are not
+ * Each batch is sent with an Idempotency-Key derived from the file, its line range and the lines'
+ * content, so a batch whose answer was lost is retried without storing anything twice; a state file
+ * beside the input records the first line not yet confirmed, with the size and SHA-256 of the input
+ * before it, so a run that was interrupted (Ctrl-C, kill -9, a lost connection) resumes there when
+ * started again with the same arguments, and only on the same input (a changed file is refused). Lines the service refuses (or that are not
  * JSON) are reported with their numbers and left out; the rest goes on.
  */
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, type Hash, randomBytes } from 'node:crypto';
+import { createReadStream, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,11 +46,16 @@ export interface ImportSummary extends Record<string, unknown> {
 interface Line {
   number: number;
   body: unknown;
+  /** The line as read: the batch's Idempotency-Key commits to it. */
+  text: string;
   bytes: number;
 }
 
-/** What the state file holds: which input it is about, and the first line not yet confirmed. */
-const ZState = z.object({ source: z.string(), next_line: z.number().int().min(1) });
+/**
+ * What the state file holds: which input it is about, the first line not yet confirmed, and the size and
+ * SHA-256 of the input's lines before it (each line's text and a newline), which a resumed run checks.
+ */
+const ZState = z.object({ source: z.string(), next_line: z.number().int().min(1), bytes: z.number().int().min(0), sha256: z.string() });
 type State = z.infer<typeof ZState>;
 
 /** Stays under the service's 5 MiB batch body limit with room for the envelope. */
@@ -103,50 +109,71 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
   const summary: ImportSummary = { imported: 0, replayed: 0, refused: [], resumed_after_line: state.next_line - 1, lines: 0 };
   const progress = new Progress(stdin ? null : statSync(source).size, options.quiet);
   const input = stdin ? process.stdin : createReadStream(source);
-  let bytesRead = 0;
+  /** The input read so far, hashed: what the state file binds the next line to. */
+  const read: { bytes: number; hash: Hash } = { bytes: 0, hash: createHash('sha256') };
+  const mark = (nextLine: number) => {
+    state.next_line = nextLine;
+    state.bytes = read.bytes;
+    state.sha256 = read.hash.copy().digest('hex');
+  };
+  const resumed = { nextLine: state.next_line, bytes: state.bytes, sha256: state.sha256 };
+  const checkResumed = () => {
+    if (read.bytes !== resumed.bytes || read.hash.copy().digest('hex') !== resumed.sha256) {
+      throw new ImportError(`The input is not the one the state file ${statePath ?? ''} was written for (its first ${state.next_line - 1} lines changed): remove the state file to import it from the start`);
+    }
+  };
   let batch: Line[] = [];
   let batchBytes = 0;
 
-  const flush = async () => {
+  /** Sends the batch; the lines before `nextLine` are then all confirmed. */
+  const flush = async (nextLine: number) => {
     if (batch.length === 0) return;
     await sendBatch(options, sourceId, batch, summary);
-    state.next_line = (batch[batch.length - 1] as Line).number + 1;
+    mark(nextLine);
     saveState(statePath, state);
     batch = [];
     batchBytes = 0;
-    progress.show(summary, bytesRead);
+    progress.show(summary, read.bytes);
   };
 
   for await (const text of createInterface({ input, crlfDelay: Infinity })) {
     summary.lines++;
-    bytesRead += Buffer.byteLength(text) + 1;
     const number = summary.lines;
-    if (number < state.next_line || text.trim() === '') continue;
-    let body: unknown;
+    if (number === resumed.nextLine) checkResumed();
     try {
-      body = JSON.parse(text);
-    } catch (error) {
-      summary.refused.push({ line: number, message: `not JSON: ${error instanceof Error ? error.message : String(error)}` });
-      continue;
+      if (number < state.next_line || text.trim() === '') continue;
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (error) {
+        summary.refused.push({ line: number, message: `not JSON: ${error instanceof Error ? error.message : String(error)}` });
+        continue;
+      }
+      const bytes = Buffer.byteLength(text);
+      if (batch.length > 0 && (batch.length >= options.batchSize || batchBytes + bytes > MAX_BATCH_BYTES)) await flush(number);
+      batch.push({ number, body, text, bytes });
+      batchBytes += bytes;
+    } finally {
+      // Counted once the line is dealt with: a flush above confirms the lines before this one only.
+      read.bytes += Buffer.byteLength(text) + 1;
+      read.hash.update(text).update('\n');
     }
-    const bytes = Buffer.byteLength(text);
-    if (batch.length > 0 && (batch.length >= options.batchSize || batchBytes + bytes > MAX_BATCH_BYTES)) await flush();
-    batch.push({ number, body, bytes });
-    batchBytes += bytes;
   }
-  await flush();
+  // The input ended before the line to resume at: all of it must be what the state file describes.
+  if (summary.lines < resumed.nextLine) checkResumed();
+  await flush(summary.lines + 1);
   // Lines after the last batch (blank, or refused here as not JSON) are done too.
   if (summary.lines >= state.next_line) {
-    state.next_line = summary.lines + 1;
+    mark(summary.lines + 1);
     saveState(statePath, state);
   }
-  progress.show(summary, bytesRead, true);
+  progress.show(summary, read.bytes, true);
   summary.refused.sort((a, b) => a.line - b.line);
   return summary;
 }
 
 function readState(path: string | undefined, source: string): State {
-  const fresh = { source, next_line: 1 };
+  const fresh = { source, next_line: 1, bytes: 0, sha256: createHash('sha256').digest('hex') };
   if (!path || !existsSync(path)) return fresh;
   const parsed = ZState.safeParse(JSON.parse(readFileSync(path, 'utf8')));
   if (!parsed.success) throw new ImportError(`The state file ${path} is not one this command wrote; remove it to start over`);
@@ -154,11 +181,21 @@ function readState(path: string | undefined, source: string): State {
   return parsed.data;
 }
 
-/** Written whole and renamed into place, so a kill leaves the old state or the new one, never half of one. */
+/**
+ * Written whole to a new file and renamed into place, so a kill leaves the old state or the new one,
+ * never half of one. Never through a symlink: the new file is created exclusively (an existing name,
+ * a symlink included, makes the write fail), and the rename replaces a symlink at `path` itself.
+ */
 function saveState(path: string | undefined, state: State): void {
   if (!path) return;
-  writeFileSync(`${path}.tmp`, JSON.stringify(state));
-  renameSync(`${path}.tmp`, path);
+  const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    writeFileSync(temporary, JSON.stringify(state), { flag: 'wx', mode: 0o600 });
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
 }
 
 /**
@@ -170,7 +207,10 @@ async function sendBatch(options: ImportOptions, sourceId: string, lines: Line[]
   let pending = lines;
   while (pending.length > 0) {
     const numbers = pending.map((l) => l.number);
-    const key = `import:${sourceId}:${numbers[0]}-${numbers[numbers.length - 1]}:${createHash('sha256').update(numbers.join(',')).digest('hex').slice(0, 12)}`;
+    // The same lines of the same input give the same key, run after run; other content, another key.
+    const content = createHash('sha256');
+    for (const line of pending) content.update(`${line.number}\n${line.text}\n`);
+    const key = `import:${sourceId}:${numbers[0]}-${numbers[numbers.length - 1]}:${content.digest('hex').slice(0, 24)}`;
     const response = await postWithRetries(options, key, pending.map((l) => l.body));
     if (response.status === 201) {
       if (response.replayed) summary.replayed += pending.length;

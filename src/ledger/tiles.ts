@@ -16,8 +16,8 @@ export const TILE_HEIGHT = 8;
  * request to share the tiles near the top of the tree; a reader that streams the proofs of a whole
  * organization starts afresh when full, so its memory stays flat whatever the organization's size.
  */
-const MAX_CACHED_TILES = 512;
-const MAX_CACHED_NODES = 8192;
+const MAX_CACHED_TILES = 64;
+const MAX_CACHED_NODES = 4096;
 
 /** A tile's name, whatever its width: `<tenant>/<level>/<index>`. */
 export function tileKey(tenant: string, level: number, index: number): string {
