@@ -310,6 +310,22 @@ describe('limits', () => {
       }
       expect(commands).toEqual([]);
       expect(await app.services.collections.events.countDocuments({ tenant: capped.id })).toBe(2);
+
+      // With an Idempotency-Key: refused at the door too, with no write (the claim is looked up, a read,
+      // so that a retry of a request stored before is still answered).
+      const stored = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody(), headers: { 'idempotency-key': 'k-1' } });
+      expect(stored.status).toBe(429);
+      app.client.on('commandStarted', record);
+      try {
+        for (let i = 0; i < 5; i++) {
+          const res = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody({ action: `keyed.${i}` }), headers: { 'idempotency-key': `keyed-${i}` } });
+          expect(res.status).toBe(429);
+        }
+      } finally {
+        app.client.off('commandStarted', record);
+      }
+      expect(commands.filter((c) => !c.startsWith('find '))).toEqual([]);
+      expect(await app.services.collections.idempotencyClaims.countDocuments({ tenant: capped.id })).toBe(0);
     });
 
     test('/metrics is not on the public port; its own server serves it', async () => {

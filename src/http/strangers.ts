@@ -17,7 +17,7 @@ import { authError } from '../trpc/init';
 import { toAppError } from '../trpc/errors';
 import type { AppState } from './appState';
 import { throttleAddress } from './clientAddress';
-import { TokenBuckets } from './rateLimit';
+import { TokenBuckets } from '../domain/tokenBuckets';
 import { hasSessionCookie, readSessionToken } from './sessionCookie';
 
 export const STRANGER_BODY_BYTES = 64 * 1024;

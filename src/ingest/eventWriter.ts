@@ -161,6 +161,17 @@ export class EventWriter {
   ) {}
 
   /**
+   * The 429 of a tenant found at its cap a moment ago, or null: a write that is not exempt is then refused
+   * with no database round (see CAP_RECHECK_MS). Exposed so that a caller with work to do before writing
+   * (claiming an Idempotency-Key) can refuse at the door too.
+   */
+  refusedAtDoor(tenantId: string): AppError | null {
+    const capped = this.tenants.get(tenantId)?.capped;
+    const now = this.clock.now();
+    return capped && capped.month === utcMonth(now) && now.getTime() < capped.until ? capReached(now) : null;
+  }
+
+  /**
    * Stores one event; resolves once it is durable. Rejects with 429 when the tenant's cap is used up,
    * with 401 when the key has been revoked since the request was authenticated, with 422 when the
    * database refuses the event itself and with 503 when the write could not be confirmed.
@@ -180,9 +191,9 @@ export class EventWriter {
     const first = drafts[0];
     if (!first) return Promise.resolve([]);
     const tenant = this.tenant(first.tenant);
-    const now = this.clock.now();
-    if (!capExempt && tenant.capped && tenant.capped.month === utcMonth(now) && now.getTime() < tenant.capped.until) {
-      return Promise.reject(capReached(now));
+    const refusal = capExempt ? null : this.refusedAtDoor(first.tenant);
+    if (refusal) {
+      return Promise.reject(refusal);
     }
     return new Promise<EventDoc[]>((resolve, reject) => {
       tenant.queue.push({ drafts, docs: [], keyHash, capExempt, resolve, reject });

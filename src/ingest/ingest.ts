@@ -74,6 +74,14 @@ export class Ingest {
   }
 
   /**
+   * The cap's refusal of a write of `tenant` that this instance can give without a database round (it
+   * writes the organization, and found it at its cap a moment ago), or null.
+   */
+  refusedAtDoor(tenant: string): AppError | null {
+    return this.instances.ownerOf(tenant) === this.instances.self ? this.writer.refusedAtDoor(tenant) : null;
+  }
+
+  /**
    * A write another instance forwarded here: written here, whatever this instance's view of the owner.
    * A cap exemption is taken only where this instance can check it: the events complete the request of
    * an idempotency claim of their organization (services/idempotency.ts).

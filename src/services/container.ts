@@ -9,6 +9,7 @@ import { collections, ensureIndexes, type Collections } from '../db/database';
 import { OrgRepository } from '../db/orgRepository';
 import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
+import { TokenBuckets } from '../domain/tokenBuckets';
 import { EventWriter } from '../ingest/eventWriter';
 import { Ingest } from '../ingest/ingest';
 import { InstanceAuth } from '../ingest/instanceAuth';
@@ -43,6 +44,8 @@ export interface Services {
   accounts: AccountService;
   keys: ApiKeyService;
   usage: UsageService;
+  /** Dashboard calls per session, at the rate API keys get (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST). */
+  sessionRate: TokenBuckets;
   clock: Clock;
   log: Logger;
   limits: Limits;
@@ -85,6 +88,7 @@ export async function createServices(
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
     keys: new ApiKeyService(apiKeys, auth, clock),
     usage: new UsageService(events, orgs, clock),
+    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst),
     clock,
     log,
     limits,

@@ -117,6 +117,13 @@ export class IdempotentWrites {
   async write(principal: ApiKeyPrincipal, key: string, kind: WriteKind, contents: EventContent[]): Promise<Written> {
     const id = claimIdOf(principal.tenant, key);
     const hash = requestHash(kind, contents);
+    // At its cap: no claim is written. A retry of a request stored before is still answered (a read).
+    const capped = this.ingest.refusedAtDoor(principal.tenant);
+    if (capped) {
+      const found = await this.claims.find(id);
+      if (!found || found.expires_at <= this.clock.now() || found.request_hash !== hash || found.event_ids.length !== contents.length) throw capped;
+      return this.complete(principal, key, found, contents);
+    }
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
       const now = this.clock.now();
       this.sweep(now);

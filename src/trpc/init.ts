@@ -70,9 +70,16 @@ export const unbatched = t.middleware(({ ctx, next }) => {
   return next();
 });
 
-/** The dashboard's procedures: a signed-in session, never an API key (and API-key procedures never take a session). */
+/**
+ * The dashboard's procedures: a signed-in session, never an API key (and API-key procedures never take a
+ * session), at most as many calls per session as an API key may make requests.
+ */
 export const sessionProcedure = webProcedure.use(async ({ ctx, next }) => {
   const principal: SessionPrincipal = await ctx.services.accounts.requireSession(ctx.web.cookies.token);
+  const verdict = ctx.services.sessionRate.take(principal.sessionHash, Date.now());
+  if (!verdict.allowed) {
+    throw new AppError('RATE_LIMITED', `Too many requests for this session; retry after ${verdict.retryAfter} s`, { retryAfter: verdict.retryAfter });
+  }
   return next({ ctx: { ...ctx, principal } });
 });
 
