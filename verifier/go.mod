@@ -7,3 +7,5 @@ require (
 	github.com/transparency-dev/merkle v0.0.2
 	golang.org/x/mod v0.42.0
 )
+
+require github.com/gowebpki/jcs v1.0.1

@@ -1,16 +1,21 @@
 // Command verifier checks an Audit Ledger server's log with independent code: Go's signed-note
 // verifier (golang.org/x/mod/sumdb/note), transparency-dev's checkpoint parser and RFC 6962 proof
-// verification. It fetches the verifier key, the newest checkpoint, the inclusion proof of each of
-// the organization's newest events and, given an older checkpoint, the consistency proof from it.
+// verification, and an RFC 8785 (JCS) canonicalizer of its own (github.com/gowebpki/jcs). It trusts
+// nothing the server says about itself: the verifier key is pinned (-vkey), and each event's hash is
+// recomputed from the event's JSON as the server returns it. It fetches the newest checkpoint, the
+// organization's newest events and the inclusion proof of each, and, given an older checkpoint, the
+// consistency proof from it.
 //
-//	go run . -url http://localhost:3000 -key alk_… [-events 50] [-old old.checkpoint] [-save new.checkpoint]
+//	go run . -url http://localhost:3000 -key alk_… -vkey <name>+<id>+<key> [-events 50] [-old old.checkpoint] [-save new.checkpoint]
 //
 // It prints one line per check and exits 1 on any failure.
 package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -20,6 +25,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -29,6 +35,7 @@ import (
 var (
 	baseURL = flag.String("url", "", "the server, e.g. http://localhost:3000")
 	apiKey  = flag.String("key", "", "an API key of the organization")
+	vkey    = flag.String("vkey", "", "the installation's verifier key, pinned: <name>+<key id>+<base64 key>")
 	count   = flag.Int("events", 50, "how many of the newest events to prove")
 	oldFile = flag.String("old", "", "a checkpoint (signed note) saved earlier: prove the log grew from it")
 	save    = flag.String("save", "", "where to save the newest checkpoint")
@@ -84,8 +91,8 @@ func decodeAll(in []string) ([][]byte, error) {
 
 func main() {
 	flag.Parse()
-	if *baseURL == "" || *apiKey == "" {
-		fmt.Fprintln(os.Stderr, "usage: verifier -url URL -key KEY [-events N] [-old FILE] [-save FILE]")
+	if *baseURL == "" || *apiKey == "" || *vkey == "" {
+		fmt.Fprintln(os.Stderr, "usage: verifier -url URL -key KEY -vkey VERIFIER_KEY [-events N] [-old FILE] [-save FILE]")
 		os.Exit(2)
 	}
 	if err := run(); err != nil {
@@ -98,6 +105,11 @@ func main() {
 }
 
 func run() error {
+	verifier, err := note.NewVerifier(*vkey)
+	if err != nil {
+		return fmt.Errorf("-vkey: %w", err)
+	}
+	// What the server says its key is: it must be the pinned one (a mismatch is reported, never used).
 	var key struct {
 		KeyName     string `json:"key_name"`
 		VerifierKey string `json:"verifier_key"`
@@ -105,11 +117,7 @@ func run() error {
 	if err := get("/v1/ledger/key", nil, &key); err != nil {
 		return err
 	}
-	verifier, err := note.NewVerifier(key.VerifierKey)
-	if err != nil {
-		return fmt.Errorf("verifier key: %w", err)
-	}
-	check(verifier.Name() == key.KeyName, "verifier key %s parses, for key name %s", key.VerifierKey, key.KeyName)
+	check(key.VerifierKey == *vkey && key.KeyName == verifier.Name(), "the server's key is the pinned key %s", *vkey)
 
 	var newest struct {
 		Origin     string `json:"origin"`
@@ -120,7 +128,7 @@ func run() error {
 	if err := get("/v1/ledger/checkpoint", nil, &newest); err != nil {
 		return err
 	}
-	check(strings.HasPrefix(newest.Origin, key.KeyName+"/"), "origin %s belongs to the key %s", newest.Origin, key.KeyName)
+	check(strings.HasPrefix(newest.Origin, verifier.Name()+"/"), "origin %s belongs to the key %s", newest.Origin, verifier.Name())
 	cp, _, _, err := log.ParseCheckpoint([]byte(newest.Checkpoint), newest.Origin, verifier)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -128,15 +136,28 @@ func run() error {
 	check(cp.Size == newest.TreeSize && base64.StdEncoding.EncodeToString(cp.Hash) == newest.RootHash,
 		"checkpoint of size %d is signed by the key and matches the answer's size and root", cp.Size)
 
+	// The events as the server returns them: each one's JSON is kept raw, to be canonicalized here.
 	var page struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data []json.RawMessage `json:"data"`
 	}
 	if err := get("/v1/events", url.Values{"limit": {fmt.Sprint(*count)}}, &page); err != nil {
 		return err
 	}
-	for _, event := range page.Data {
+	for _, raw := range page.Data {
+		var event struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &event); err != nil || event.ID == "" {
+			check(false, "an event without an id: %s", raw)
+			continue
+		}
+		canonical, err := jcs.Transform(raw)
+		if err != nil {
+			check(false, "event %s: its JSON cannot be canonicalized: %v", event.ID, err)
+			continue
+		}
+		digest := sha256.Sum256(canonical)
+		eventHash := hex.EncodeToString(digest[:])
 		var p struct {
 			EventID       string   `json:"event_id"`
 			LeafIndex     uint64   `json:"leaf_index"`
@@ -163,8 +184,11 @@ func run() error {
 		}
 		decoder := json.NewDecoder(bytes.NewReader(leaf))
 		decoder.DisallowUnknownFields()
-		leafOK := decoder.Decode(&fields) == nil && fields.EventSHA256 == p.EventSHA256 && fields.Seq == p.LeafIndex+1 && fields.V == 1 &&
-			newest.Origin == key.KeyName+"/"+fields.Org
+		leafOK := decoder.Decode(&fields) == nil && fields.Seq == p.LeafIndex+1 && fields.V == 1 &&
+			newest.Origin == verifier.Name()+"/"+fields.Org
+		// The leaf must commit to the event as returned, hashed here: not to what the server says its hash is.
+		check(fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == event.ID,
+			"event %s: the SHA-256 of its canonical JSON, computed here, is the one its leaf commits to", event.ID)
 		path, err := decodeAll(p.InclusionPath)
 		inclusionOK := err == nil && p.Checkpoint == newest.Checkpoint &&
 			proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, cp.Hash) == nil
