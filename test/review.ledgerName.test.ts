@@ -5,10 +5,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call } from './helpers/api';
+import { freePort } from './helpers/disposableDatabase';
 import { startTestApp, uniqueDbName } from './helpers/harness';
 import { ROOT, startServerProcess } from './helpers/processes';
 
@@ -19,14 +19,6 @@ beforeAll(() => {
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 test('a restart on another port keeps the key and its name; a different LEDGER_NAME is refused', async () => {
   // Unset (empty) LEDGER_NAME and key file: the defaults a new user gets, in a data directory of its own.

@@ -24,7 +24,8 @@ export interface DisposableDatabase {
 const FERRETDB = join(ROOT, '.cache', 'ferretdb', 'bin', 'ferretdb-v1.24.2');
 const PG_SERVER = 'postgres://root@127.0.0.1:5432';
 
-async function freePort(): Promise<number> {
+/** A loopback port free right now (for a process that must be told its port). */
+export async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as { port: number };
