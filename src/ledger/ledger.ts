@@ -146,7 +146,8 @@ export class Ledger {
     for (const doc of docs) {
       const state = this.state(doc.tenant);
       state.active = Date.now();
-      state.pending.set(doc.seq, eventHashOf(doc));
+      // A halted log keeps nothing more in memory: once resealed, it reads its events back.
+      if (!state.halted) state.pending.set(doc.seq, eventHashOf(doc));
       if (doc.seq > state.head) state.head = doc.seq;
     }
   }
@@ -388,7 +389,7 @@ export class Ledger {
         // merely serves a proof) leaves it to that one. Otherwise the ledger state was lost or the events
         // written behind the service's back: signing them now would seal whatever the database holds.
         if (state.pending.size === 0) throw new NotBegunHere();
-        throw new LedgerHalt(`events ${seq} to ${to} are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
+        throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
       }
       const missingTo = Math.min(to, seq + 999);
       const read = await this.c.events.find({ tenant, seq: { $gte: seq, $lte: missingTo } }).sort({ seq: 1 }).toArray();
