@@ -10,7 +10,8 @@ import { startTestApp, type TestApp } from './helpers/harness';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ label: 'cheapbodies', limits: { authFailuresBurst: 20, authFailuresPerSecond: 1 } });
+  // Failed authentications: bursts of 20, refilled one per 100 s (nothing refills while the test runs).
+  app = await startTestApp({ label: 'cheapbodies', limits: { authFailuresBurst: 20, authFailuresPerSecond: 0.01 } });
 });
 afterAll(async () => {
   await app.close();
@@ -105,16 +106,15 @@ test('failed authentications are throttled per address, before any lookup', asyn
   const org = await app.org();
   const statuses: number[] = [];
   for (let i = 0; i < 25; i++) statuses.push((await call(`${app.url}/v1/events`, { key: `alk_${'y'.repeat(43)}` })).status);
-  // A burst of 20 (less what the test before used, plus what refilled meanwhile), then refused.
+  // A burst of 20 (less what the test before used), then refused.
   const firstRefused = statuses.indexOf(429);
   expect(firstRefused).toBeGreaterThanOrEqual(17);
   expect(statuses.slice(0, firstRefused).every((s) => s === 401)).toBe(true);
   expect(statuses.slice(firstRefused).every((s) => s === 429)).toBe(true);
+  // Refused before any lookup: from this address, a valid key too, until the bucket refills.
   const blocked = await call(`${app.url}/v1/events`, { key: org.key });
   expect(blocked.status).toBe(429);
-  expect(blocked.headers.get('retry-after')).toBe('1');
+  expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
   // Requests without credentials are not throttled by this (they cost no lookup).
   expect((await call(`${app.url}/v1/events`)).status).toBe(401);
-  await new Promise((resolve) => setTimeout(resolve, 2100));
-  expect((await call(`${app.url}/v1/events`, { key: org.key })).status).toBe(200);
 });
