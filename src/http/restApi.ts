@@ -57,11 +57,10 @@ export function restApi(services: Services): Middleware<AppState> {
       // The adapter parses a body only under an exact `application/json` (trpc/trpc#4783), and takes one
       // it finds in `req.body` as it is: so the body is read here, by the service's own rules.
       const req = ctx.req as IncomingMessage & { body?: unknown };
+      // Never serialized again on the way to the procedure: the adapter's `getRequestSignal`, which built a
+      // whole fetch Request from it, is patched (patches/trpc-to-openapi+3.3.0.patch), so a body nested
+      // 300,000 levels deep reaches validation and gets its 400 (events.create).
       req.body = await readJsonObject(ctx, ctx.path === BATCH_PATH ? services.limits.batchBytes : LIMITS.bodyBytes);
-      // tRPC's incomingMessageToRequest JSON.stringify's `req.body` to build a fetch Request whose only
-      // use here is its abort signal: a hidden toJSON makes that two bytes, which saves CPU on every
-      // create and keeps a deeply nested body from overflowing the stack before validation.
-      Object.defineProperty(req.body, 'toJSON', { value: () => '', enumerable: false });
     }
     // The adapter gathers query parameters in a plain `{}` (getQuery in its node-http/input.ts), so a
     // name Object.prototype already has (`toString`, `__proto__`) makes it throw or vanish. No field of
