@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import {
-  consistencyProof, EMPTY_ROOT, inclusionProof, leafHash, nodeHash, nodesOf, rootHash, verifyConsistency, verifyInclusion,
+  consistencyProof, EMPTY_ROOT, inclusionProof, leafHash, nodeHash, nodesOf, RootAccumulator, rootHash, verifyConsistency, verifyInclusion,
 } from '../src/domain/ledger/merkle';
 
 const hex = (h: string) => Buffer.from(h, 'hex');
@@ -136,4 +136,19 @@ test('random larger trees: a rewritten history is never consistent with the orig
     }),
     { seed: 6962, numRuns: 40 },
   );
+});
+
+test('the streaming root accumulator (ledger audit) gives the published roots and the naive root of every size to 300', () => {
+  const published = new RootAccumulator();
+  expect(published.root()).toBeNull();
+  LEAVES.forEach((leaf, i) => {
+    published.push(leafHash(leaf));
+    expect(published.root()?.toString('hex')).toBe(ROOTS[i + 1]);
+  });
+  const leaves = Array.from({ length: 300 }, (_, i) => leafHash(Buffer.from([i & 0xff, i >> 8])));
+  const streaming = new RootAccumulator();
+  leaves.forEach((leaf, i) => {
+    streaming.push(leaf);
+    expect(streaming.root()).toEqual(naiveRoot(leaves.slice(0, i + 1)));
+  });
 });

@@ -7,17 +7,9 @@
  */
 import coBody from 'co-body';
 import type { Middleware } from 'koa';
-import { FORWARD_MAX_BYTES, FORWARD_PATH, INSTANCE_MAC_HEADER, type TForwardResponse, ZForwardRequest } from '../ingest/forwardWire';
+import { FORWARD_MAX_BYTES, FORWARD_PATH, INSTANCE_MAC_HEADER, parseWire, type TForwardResponse, ZForwardRequest } from '../ingest/forwardWire';
 import type { Ingest } from '../ingest/ingest';
 import { toAppError } from '../trpc/errors';
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
 
 export function forwardRoute(ingest: Ingest): Middleware {
   return async (ctx, next) => {
@@ -37,7 +29,7 @@ export function forwardRoute(ingest: Ingest): Middleware {
       ctx.status = 401;
       return;
     }
-    const request = ZForwardRequest.safeParse(parseJson(text));
+    const request = ZForwardRequest.safeParse(parseWire(text));
     if (!request.success) {
       ctx.status = 400;
       return;

@@ -59,6 +59,15 @@ export const ZForwardRequest = z.object({
 });
 export type TForwardRequest = z.input<typeof ZForwardRequest>;
 
+/** A message's JSON, or undefined when it is not JSON (each side answers that as it must). */
+export function parseWire(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Where the writer placed an event: the rest of the stored document is the draft sent. */
 export const ZPlacement = z.object({ seq: z.number().int(), month: z.string(), month_seq: z.number().int() });
 export type TPlacement = z.infer<typeof ZPlacement>;

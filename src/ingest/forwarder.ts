@@ -12,7 +12,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import { type EventDraft, writeUnconfirmed } from './eventWriter';
-import { FORWARD_PATH, INSTANCE_MAC_HEADER, MAX_FORWARD_EVENTS, type TPlacement, ZForwardResponse } from './forwardWire';
+import { FORWARD_PATH, INSTANCE_MAC_HEADER, MAX_FORWARD_EVENTS, parseWire, type TPlacement, ZForwardResponse } from './forwardWire';
 import type { InstanceAuth } from './instanceAuth';
 import type { Peer } from './instances';
 
@@ -54,14 +54,6 @@ function takeBatch(queue: Forward[]): Forward[] {
     count++;
   }
   return queue.splice(0, count);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 export class Forwarder {
@@ -145,7 +137,7 @@ export class Forwarder {
       return;
     }
     // Only the instance that was sent the forward can answer it: anything else is no answer at all.
-    const parsed = this.auth.check(reply.mac, 'answer', mac, reply.text) ? ZForwardResponse.safeParse(parseJson(reply.text)) : null;
+    const parsed = this.auth.check(reply.mac, 'answer', mac, reply.text) ? ZForwardResponse.safeParse(parseWire(reply.text)) : null;
     if (!parsed?.success || parsed.data.results.length !== batch.length) {
       this.log.error({ peer: peer.url }, 'unreadable answer to forwarded events');
       const failure = writeUnconfirmed(new Error(`unreadable answer from ${peer.url}`));

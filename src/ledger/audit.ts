@@ -11,7 +11,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Collections } from '../db/database';
 import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
-import { nodeHash } from '../domain/ledger/merkle';
+import { RootAccumulator } from '../domain/ledger/merkle';
 import { openNote, type Verifier } from '../domain/ledger/note';
 import { eventHashOf, leafHashAt } from './ledger';
 import { TileReader, TILE_WIDTH } from './tiles';
@@ -40,26 +40,6 @@ export interface AuditReport {
   checkpoint_size: number;
   checkpoints: number;
   findings: Finding[];
-}
-
-/** The RFC 6962 root of leaves pushed one by one, in O(log n) memory: the perfect subtrees of the left edge. */
-class RootAccumulator {
-  private readonly stack: { height: number; hash: Buffer }[] = [];
-
-  push(leaf: Buffer): void {
-    let node = { height: 0, hash: leaf };
-    for (let top = this.stack.at(-1); top?.height === node.height; top = this.stack.at(-1)) {
-      this.stack.pop();
-      node = { height: node.height + 1, hash: nodeHash(top.hash, node.hash) };
-    }
-    this.stack.push(node);
-  }
-
-  root(): Buffer | null {
-    let hash: Buffer | null = null;
-    for (let i = this.stack.length - 1; i >= 0; i--) hash = hash ? nodeHash((this.stack[i] as { hash: Buffer }).hash, hash) : (this.stack[i] as { hash: Buffer }).hash;
-    return hash;
-  }
 }
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));

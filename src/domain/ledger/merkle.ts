@@ -146,3 +146,23 @@ export function verifyConsistency(from: number, to: number, proof: readonly Uint
   const roots = rootsFromConsistency<Uint8Array>(from, to, proof, root1, nodeHash);
   return roots !== null && Buffer.from(roots[0]).equals(root1) && Buffer.from(roots[1]).equals(root2);
 }
+
+/** The RFC 6962 root of leaves pushed one by one, in O(log n) memory: the perfect subtrees of the left edge. */
+export class RootAccumulator {
+  private readonly stack: { height: number; hash: Buffer }[] = [];
+
+  push(leaf: Buffer): void {
+    let node = { height: 0, hash: leaf };
+    for (let top = this.stack.at(-1); top?.height === node.height; top = this.stack.at(-1)) {
+      this.stack.pop();
+      node = { height: node.height + 1, hash: nodeHash(top.hash, node.hash) };
+    }
+    this.stack.push(node);
+  }
+
+  root(): Buffer | null {
+    let hash: Buffer | null = null;
+    for (let i = this.stack.length - 1; i >= 0; i--) hash = hash ? nodeHash((this.stack[i] as { hash: Buffer }).hash, hash) : (this.stack[i] as { hash: Buffer }).hash;
+    return hash;
+  }
+}
