@@ -232,8 +232,11 @@ export class Ledger {
     if (!signer) throw new Error('this process has no ledger signing key');
     let newest = await this.newestCheckpoint(tenant);
     if (!state.loaded) newest = await this.newestSigned(tenant, newest);
-    if (newest) this.verify(tenant, newest);
-    if (!state.loaded || (newest && newest.size > state.size)) await this.load(tenant, state, newest);
+    // Verified when it is to be built upon: a checkpoint this instance signed or loaded is in memory already.
+    if (!state.loaded || (newest && newest.size > state.size)) {
+      if (newest) this.verify(tenant, newest);
+      await this.load(tenant, state, newest);
+    }
     // A head behind what this instance signed: FerretDB lost a raise to a concurrent one (it writes back
     // the whole document an update read, so of two `$max` at once the lower may win). Put it right.
     else if ((newest?.size ?? 0) < state.size) await this.raiseHead(tenant, state.size);
