@@ -3,7 +3,7 @@
 -- FerretDB sends a top-level equality filter on a scalar as `_jsonb->'field' @> '<json>'` and builds its
 -- own indexes as btree expressions that such a filter cannot use, so every read is a sequential scan
 -- (../shared/STACK-NOTES.md). A GIN `jsonb_path_ops` index on the same expression serves `@>`. An event
--- trigger adds them to every table FerretDB creates for an `events`, `api_keys`, `api_key_uses`, `sessions`,
+-- trigger adds them to every table FerretDB creates for an `events`, `organizations`, `api_keys`, `api_key_uses`, `sessions`,
 -- `idempotency_keys`, `ledger_tiles`, `ledger_checkpoints` or `ledger_heads` collection
 -- (its tables are named `<collection>_<hash>`), and the block at the end to the tables that exist. The
 -- service knows nothing of this: on MongoDB its own compound indexes do the work.
@@ -21,7 +21,7 @@ ALTER DATABASE :"dbname" SET plan_cache_mode = force_custom_plan;
 CREATE OR REPLACE FUNCTION audit_ledger_gin_fields(tbl text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
     WHEN tbl ~ '^events_[0-9a-f]{8}$' THEN ARRAY['_id', 'seq', 'actor_id', 'action', 'resource_id', 'organization_id']
-    WHEN tbl ~ '^(api_keys|api_key_uses|sessions|idempotency_keys|ledger_heads)_[0-9a-f]{8}$' THEN ARRAY['_id']
+    WHEN tbl ~ '^(organizations|api_keys|api_key_uses|sessions|idempotency_keys|ledger_heads)_[0-9a-f]{8}$' THEN ARRAY['_id']
     WHEN tbl ~ '^ledger_tiles_[0-9a-f]{8}$' THEN ARRAY['_id', 'tile']
     WHEN tbl ~ '^ledger_checkpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
     ELSE ARRAY[]::text[]

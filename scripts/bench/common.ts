@@ -175,3 +175,22 @@ export function recordBenchmark(lines: readonly string[]): void {
   const earlier = previous.startsWith('# Benchmarks') && previous.includes('\n## ') ? previous.slice(previous.indexOf('\n## ') + 1) : '';
   writeFileSync(file, `${BENCHMARKS_HEADER}${lines.join('\n')}\n${earlier}`);
 }
+
+/**
+ * A section's heading for BENCHMARKS.md: date, what ran, and the stamp every figure needs to be
+ * reproduced: the commit (and whether the tree had uncommitted changes), the database and the machine.
+ */
+export async function runHeading(uri: string, what: string): Promise<string> {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
+  const client = await MongoClient.connect(uri);
+  let database: string;
+  try {
+    const info = (await client.db('admin').command({ buildInfo: 1 })) as { version: string; ferretdbVersion?: string };
+    database = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
+  } finally {
+    await client.close();
+  }
+  const { cpus } = await import('node:os');
+  return `## ${new Date().toISOString().slice(0, 10)}: ${what} — commit \`${git('rev-parse', '--short', 'HEAD')}\`${dirty ? ' (dirty)' : ''}, ${database}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`;
+}

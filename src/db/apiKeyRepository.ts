@@ -100,10 +100,14 @@ export class ApiKeyRepository {
     return this.c.apiKeys.findOne({ _id: hash, revoked_at: null });
   }
 
-  /** Which of these key hashes belong to active keys, with each one's organization: one query for a whole write batch. */
+  /**
+   * Which of these key hashes belong to active keys, with each one's organization (the writer checks a
+   * round's keys again just before it writes). One point read per key, never an `$in`: FerretDB answers
+   * an `$in` by reading every key of the installation, so a round would cost more the more organizations exist.
+   */
   async activeAmong(hashes: readonly string[]): Promise<Map<string, { org_id: string }>> {
-    const docs = await this.c.apiKeys.find({ _id: { $in: [...hashes] }, revoked_at: null }, { projection: { _id: 1, org_id: 1 } }).toArray();
-    return new Map(docs.map((doc) => [doc._id, { org_id: doc.org_id }]));
+    const docs = await Promise.all(hashes.map((hash) => this.c.apiKeys.findOne({ _id: hash, revoked_at: null }, { projection: { _id: 1, org_id: 1 } })));
+    return new Map(docs.filter((doc) => doc !== null).map((doc) => [doc._id, { org_id: doc.org_id }]));
   }
 
   /** The operator's revocation by public id; null when no key has it. Revoking twice keeps the first time. */

@@ -47,9 +47,9 @@ export class OrgRepository {
     return this.c.orgs.find({}).sort({ created_at: 1, _id: 1 }).toArray();
   }
 
-  /** Caps of several organizations in one query: the group-commit writer asks once per batch. */
+  /** Caps of several organizations (the writer's, at most once a second each): point reads, never an `$in` (see ApiKeyRepository.activeAmong). */
   async caps(ids: readonly string[]): Promise<Map<string, number>> {
-    const orgs = await this.c.orgs.find({ _id: { $in: [...ids] } }, { projection: { plan: 1, monthly_cap: 1 } }).toArray();
-    return new Map(orgs.map((org) => [org._id, this.capOf(org)]));
+    const orgs = await Promise.all(ids.map((id) => this.c.orgs.findOne({ _id: id }, { projection: { plan: 1, monthly_cap: 1 } })));
+    return new Map(orgs.filter((org) => org !== null).map((org) => [org._id, this.capOf(org)]));
   }
 }

@@ -1,0 +1,165 @@
+/**
+ * Many organizations, two questions (issue 20):
+ *   - does the size of the installation slow anyone? One organization's ingest (one process, 32
+ *     connections, nobody else writing) on a fresh database against the same on a database that holds
+ *     1,000 other organizations with a key each;
+ *   - what do the ledger's rounds cost when many organizations write? Ingest spread over 1, 16 and 1,000
+ *     organizations' keys, three ways in one run: this checkout with its rounds held off (the
+ *     checkpoint interval set to an hour: the events are still hashed and receipted, no round runs
+ *     while the load lasts), the ledger's rounds as they were (`ROUNDS_BASELINE`, a git worktree
+ *     sharing node_modules), and this checkout as it is. The order alternates between pairs.
+ * Not a test: it prints figures and returns them for BENCHMARKS.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { ApiKeyRepository } from '../../src/db/apiKeyRepository';
+import { collections, ensureIndexes } from '../../src/db/database';
+import { OrgRepository } from '../../src/db/orgRepository';
+import { BENCH_PLAN_CAPS, BODIES, load, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
+
+/** The ledger's per-organization rounds, before one round integrated every due organization (issue 20). */
+export const ROUNDS_BASELINE = process.env.BENCH_ROUNDS_BASELINE ?? 'ee1b5a2';
+/** The connections of the issue's measurements. */
+const CONNECTIONS = 32;
+const WARM_UP_SECONDS = 2;
+export const ORGANIZATION_COUNTS = [1, 16, 1000] as const;
+const BYSTANDERS = 1000;
+/** Rounds held off for the length of a run: the "without" side of the A/B. */
+const NO_ROUNDS = { LEDGER_CHECKPOINT_INTERVAL_MS: '3600000' };
+
+/** Creates `count` organizations with a key each, straight through the repositories; returns the keys. */
+async function organizationsWithKeys(client: MongoClient, dbName: string, count: number, label: string): Promise<string[]> {
+  const c = collections(client.db(dbName));
+  await ensureIndexes(c);
+  const orgs = new OrgRepository(c, BENCH_PLAN_CAPS);
+  const keys = new ApiKeyRepository(c);
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const org = await orgs.create({ name: `${label} #${i}`, plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+    out.push((await keys.forOrg(org._id).create('bench', new Date())).key);
+  }
+  return out;
+}
+
+/** Events/s stored by one service process of the checkout at `cwd`, with the load spread over `keys`. */
+async function ingestOver(uri: string, dbName: string, keys: string[], cwd: string, env: Record<string, string> = {}): Promise<number> {
+  const service = await startProcess('src/main.ts', { ...serviceEnv(uri, dbName), ...env }, cwd);
+  try {
+    let n = 0;
+    const run = (seconds: number) => load({
+      url: service.url,
+      duration: seconds,
+      connections: CONNECTIONS,
+      requests: [{
+        method: 'POST',
+        path: '/v1/events',
+        setupRequest: (req) => {
+          const i = n++;
+          return { ...req, headers: { authorization: `Bearer ${keys[i % keys.length] ?? ''}`, 'content-type': 'application/json' }, body: BODIES[i % BODIES.length] };
+        },
+      }],
+    });
+    await run(WARM_UP_SECONDS);
+    const measured = await run(SECONDS);
+    if (measured.non2xx > 0 || measured.timeouts > 0) console.log(`  (${measured.non2xx} non-2xx, ${measured.timeouts} timeouts)`);
+    return measured.ok / SECONDS;
+  } finally {
+    await stop(service);
+  }
+}
+
+export interface InstallationSize {
+  fresh: number;
+  crowded: number;
+}
+
+/** One organization's ingest on a fresh installation, then beside 1,000 others that each have a key. */
+export async function measureInstallationSize(uri: string, dbName: string): Promise<InstallationSize> {
+  const client = await MongoClient.connect(uri);
+  try {
+    const freshKeys = await organizationsWithKeys(client, `${dbName}_fresh`, 1, 'Fresh');
+    const fresh = await ingestOver(uri, `${dbName}_fresh`, freshKeys, ROOT);
+    await client.db(`${dbName}_fresh`).dropDatabase();
+    await organizationsWithKeys(client, `${dbName}_crowded`, BYSTANDERS, 'Bystander');
+    const crowdedKeys = await organizationsWithKeys(client, `${dbName}_crowded`, 1, 'Busy');
+    const crowded = await ingestOver(uri, `${dbName}_crowded`, crowdedKeys, ROOT);
+    await client.db(`${dbName}_crowded`).dropDatabase();
+    console.log(`installation size: one organization ${fresh.toFixed(0)} events/s fresh, ${crowded.toFixed(0)} beside ${BYSTANDERS} others (${((crowded / fresh) * 100).toFixed(0)}%)`);
+    return { fresh, crowded };
+  } finally {
+    await client.close();
+  }
+}
+
+export interface ManyOrganizations {
+  organizations: number;
+  /** Events/s: rounds held off, the rounds of ROUNDS_BASELINE, this checkout's rounds. */
+  without: number;
+  before: number;
+  after: number;
+}
+
+/** The three-way runs per organization count, `pairs` times each; null when the baseline commit is not in this clone. */
+export async function measureManyOrganizations(uri: string, dbName: string, pairs: number): Promise<ManyOrganizations[] | null> {
+  const dir = mkdtempSync(join(tmpdir(), 'audit-ledger-rounds-'));
+  try {
+    execFileSync('git', ['worktree', 'add', '--detach', dir, ROUNDS_BASELINE], { cwd: ROOT, stdio: 'ignore' });
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    console.log(`many-organizations A/B skipped: commit ${ROUNDS_BASELINE} is not in this clone (git fetch --unshallow)`);
+    return null;
+  }
+  const client = await MongoClient.connect(uri);
+  try {
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    const results: ManyOrganizations[] = [];
+    for (const organizations of ORGANIZATION_COUNTS) {
+      const sum = { organizations, without: 0, before: 0, after: 0 };
+      for (let pair = 0; pair < pairs; pair++) {
+        const sides: [keyof Omit<ManyOrganizations, 'organizations'>, string, Record<string, string>][] = [
+          ['without', ROOT, NO_ROUNDS],
+          ['before', dir, {}],
+          ['after', ROOT, {}],
+        ];
+        if (pair % 2 === 1) sides.reverse();
+        for (const [side, cwd, env] of sides) {
+          const db = `${dbName}_${organizations}_${pair}_${side}`;
+          const keys = await organizationsWithKeys(client, db, organizations, 'Many');
+          sum[side] += await ingestOver(uri, db, keys, cwd, env);
+          await client.db(db).dropDatabase();
+        }
+      }
+      const result = { organizations, without: sum.without / pairs, before: sum.before / pairs, after: sum.after / pairs };
+      console.log(`${organizations} organization(s): ${result.without.toFixed(0)} events/s without rounds, ${result.before.toFixed(0)} with the rounds of ${ROUNDS_BASELINE} (${pct(result.before / result.without)}), ${result.after.toFixed(0)} with this checkout's (${pct(result.after / result.without)})`);
+      results.push(result);
+    }
+    return results;
+  } finally {
+    await client.close();
+    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
+  }
+}
+
+const pct = (r: number) => `${(r * 100).toFixed(0)}%`;
+
+/** BENCHMARKS.md lines for both measurements. */
+export function manyOrganizationsLines(size: InstallationSize | null, many: ManyOrganizations[] | null, pairs: number): string[] {
+  return [
+    ...(size ? [
+      `Installation size: one organization's ingest (one process, ${CONNECTIONS} connections, ${SECONDS} s) on a fresh database ${size.fresh.toFixed(0)} events/s, ` +
+        `beside ${BYSTANDERS} other organizations with a key each ${size.crowded.toFixed(0)} events/s: **${pct(size.crowded / size.fresh)}**.`,
+      '',
+    ] : []),
+    ...(many ? [
+      `Many organizations (one process, ${CONNECTIONS} connections, ${SECONDS} s, the load spread evenly over the organizations' keys; mean of ${pairs} run(s) each, order alternating): events/s`,
+      '',
+      `| organizations | rounds held off | rounds of \`${ROUNDS_BASELINE}\` (one per organization) | this checkout (one round for all) |`,
+      '|---|---|---|---|',
+      ...many.map((m) => `| ${m.organizations} | ${m.without.toFixed(0)} | ${m.before.toFixed(0)} (${pct(m.before / m.without)}) | ${m.after.toFixed(0)} (${pct(m.after / m.without)}) |`),
+      '',
+    ] : []),
+  ];
+}
