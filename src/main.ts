@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const ledgerName = signer.name;
   const database = await connectDatabase(config, log);
   const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs } }, systemClock, log);
-  services.ledger.start();
+  services.integrator.start();
   services.ledgerAudit.start(config.ledgerAuditIntervalMs);
   log.info({ keyFile, created, verifierKey: signer.text }, `Ledger verifier key (pin it to verify checkpoints offline): ${signer.text}`);
   const { listener, metrics } = createHttpApp(services, {
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     internal.close();
     internal.closeIdleConnections();
     await services.ingest.stop();
-    await services.ledger.stop();
+    await services.integrator.stop();
     await services.ledgerAudit.stop();
     await database.close();
     process.exit(0);

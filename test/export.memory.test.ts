@@ -6,6 +6,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { LedgerStore } from '../src/db/ledgerStore';
 import { auditLog } from '../src/ledger/audit';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from './helpers/harness';
 import { seedEvents } from './helpers/seed';
@@ -32,10 +33,10 @@ beforeAll(async () => {
   org = await app.org();
   await seedEvents(app, org, EVENTS);
   // Stored behind the service's back, so no checkpoint covers them: the operator's reseal signs them.
-  await app.services.ledger.reseal(org.id);
+  await app.services.integrator.reseal(org.id);
   small = await app.org();
   await seedEvents(app, small, EVENTS / 10);
-  await app.services.ledger.reseal(small.id);
+  await app.services.integrator.reseal(small.id);
 }, 600_000);
 afterAll(() => app.close());
 
@@ -132,7 +133,7 @@ test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('the proof
 }, 300_000);
 
 test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('ledger audit of %i events keeps the heap flat and finds the organization sound', async (events, which) => {
-  const { result, heapGrowth, rssGrowth } = await measure(() => auditLog(app.services.collections, which().id, TEST_LEDGER_SIGNER));
+  const { result, heapGrowth, rssGrowth } = await measure(() => auditLog(new LedgerStore(app.services.collections).forTenant(which().id), TEST_LEDGER_SIGNER));
   console.log(`audit of ${events}: peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
   expect(result).toMatchObject({ events, checkpoint_size: events, findings: [] });
   expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);

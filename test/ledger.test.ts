@@ -4,6 +4,7 @@
  * one database signing identical checkpoints.
  */
 import { eventSha256, leafBytes } from '../src/domain/ledger/eventHash';
+import type { TEvent } from '../src/domain/event';
 import { leafHash, verifyConsistency, verifyInclusion } from '../src/domain/ledger/merkle';
 import { parseCheckpoint } from '../src/domain/ledger/formats';
 import { openNote, parseVerifierKey } from '../src/domain/ledger/note';
@@ -30,7 +31,7 @@ describe('in one process', () => {
   test('every write answers its receipt; every event\'s proof verifies against the signed checkpoint', async () => {
     const org = await app.org();
     const single = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ metadata: { z: 1, a: 'é' } }) });
-    expect(single.body.ledger).toEqual({ leaf_index: 0, event_sha256: eventSha256(single.body.event) });
+    expect(single.body.ledger).toEqual({ leaf_index: 0, event_sha256: eventSha256(single.body.event, JSON.stringify(single.body.event.metadata)) });
     const batch = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: 300 }, (_, i) => eventBody({ actor: { id: `l${i}` } })) } });
     expect(batch.body.ledger.map((r: { leaf_index: number }) => r.leaf_index)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
     const events = [single.body.event, ...batch.body.events];
@@ -46,8 +47,8 @@ describe('in one process', () => {
       const checkpoint = parseCheckpoint(openNote(proof.checkpoint, verifier));
       expect(checkpoint.origin).toBe(`ledger.test/${org.id}`);
       expect(proof.tree_size).toBe(checkpoint.size);
-      expect(proof.event_sha256).toBe(eventSha256(event));
-      expect(b64(proof.leaf).equals(leafBytes(org.id, i + 1, eventSha256(event)))).toBe(true);
+      expect(proof.event_sha256).toBe(eventSha256(event, JSON.stringify(event.metadata)));
+      expect(b64(proof.leaf).equals(leafBytes(org.id, i + 1, eventSha256(event, JSON.stringify(event.metadata))))).toBe(true);
       expect(verifyInclusion(i, checkpoint.size, leafHash(b64(proof.leaf)), proof.inclusion_path.map(b64), checkpoint.root)).toBe(true);
     }
 
@@ -71,7 +72,7 @@ describe('in one process', () => {
     const headers = { 'idempotency-key': 'receipts-1' };
     const written = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });
     expect(written.status).toBe(201);
-    const receipts = written.body.events.map((event: Parameters<typeof eventSha256>[0], i: number) => ({ leaf_index: i, event_sha256: eventSha256(event) }));
+    const receipts = written.body.events.map((event: TEvent, i: number) => ({ leaf_index: i, event_sha256: eventSha256(event, JSON.stringify(event.metadata)) }));
     expect(written.body.ledger).toEqual(receipts);
     // At once (the hashes still wait for integration in this process), then once a checkpoint covers them.
     const early = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });
@@ -120,10 +121,11 @@ describe('in one process', () => {
     expect((await call(`${app.url}/v1/events/${third.id}/proof`, { key: org.key })).body.tree_size).toBe(3);
     expect(await heads.findOne({ _id: org.id })).toEqual({ _id: org.id, size: 3 });
 
-    // No head at all (a log signed before heads existed): the newest is found once and becomes the head.
+    // No head at all (deleted behind the service's back): a proof of the newest event has it put back.
     await heads.deleteOne({ _id: org.id });
-    expect(await newest()).toBe(3);
+    expect((await call(`${app.url}/v1/events/${third.id}/proof`, { key: org.key })).body.tree_size).toBe(3);
     expect(await heads.findOne({ _id: org.id })).toEqual({ _id: org.id, size: 3 });
+    expect(await newest()).toBe(3);
   });
 
   test('a tile\'s partial versions are deleted once it is full; older trees are then proven from its prefix', async () => {
@@ -188,5 +190,47 @@ describe('two server processes on one database', () => {
       const res = await call(`${two.url}/v1/ledger/consistency?from=${checkpoint.size}&to=${newest.size}`, { key: org.key });
       expect(verifyConsistency(checkpoint.size, newest.size, res.body.proof.map(b64), b64(checkpoint.root), newest.root)).toBe(true);
     }
+  });
+});
+
+describe('one round for every organization due', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    // No cadence: the test runs the round itself.
+    app = await startTestApp({ label: 'ledger-round', ledgerIntervalMs: 3_600_000 });
+  });
+  afterAll(() => app.close());
+
+  test('twelve organizations are integrated in one round, with one write per collection; one organization\'s failure stays its own', async () => {
+    const orgs = await Promise.all(Array.from({ length: 12 }, () => app.org()));
+    for (const [i, org] of orgs.entries()) {
+      for (let n = 0; n <= i; n++) expect((await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status).toBe(201);
+    }
+    // The last organization's checkpoint of its size is taken already, by a document this key did not sign.
+    const victim = orgs[11] as TestOrg;
+    await app.services.collections.ledgerCheckpoints.insertOne({ _id: `${victim.id}/12`, tenant: victim.id, size: 12, root: Buffer.alloc(32).toString('base64'), note: 'planted\n\n— x AAAA\n', created_at: new Date() });
+
+    const writes: { collection: string; command: string; items: number }[] = [];
+    const record = (event: CommandStartedEvent) => {
+      const command = event.commandName;
+      if (!['insert', 'update', 'delete'].includes(command)) return;
+      const items = (event.command.documents ?? event.command.updates ?? event.command.deletes ?? []) as Document[];
+      writes.push({ collection: String(event.command[command]), command, items: items.length });
+    };
+    app.client.on('commandStarted', record);
+    try {
+      await app.services.integrator.integrate((orgs[0] as TestOrg).id);
+    } finally {
+      app.client.off('commandStarted', record);
+    }
+
+    for (const [i, org] of orgs.slice(0, 11).entries()) {
+      expect((await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.tree_size).toBe(i + 1);
+    }
+    expect(app.services.integrator.haltedReason(victim.id)).toContain('not one this installation\'s key signed');
+    const ledgerWrites = writes.filter((w) => w.collection.startsWith('ledger_'));
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_tiles' && w.command === 'insert')).toEqual([{ collection: 'ledger_tiles', command: 'insert', items: 11 }]);
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_checkpoints')).toEqual([{ collection: 'ledger_checkpoints', command: 'insert', items: 11 }]);
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_heads')).toEqual([{ collection: 'ledger_heads', command: 'update', items: 11 }]);
   });
 });

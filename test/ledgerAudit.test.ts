@@ -23,7 +23,7 @@ async function signedOrg(): Promise<{ org: TestOrg; ids: string[] }> {
   const res = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: 12 }, (_, i) => eventBody({ actor: { id: `a${i}` } })) } });
   const ids = (res.body.events as { id: string }[]).map((e) => e.id);
   expect((await call(`${app.url}/v1/events/${ids[11]}/proof`, { key: org.key })).body.tree_size).toBe(12);
-  await app.services.ledger.stop(); // nothing integrates behind the audit's back from here
+  await app.services.integrator.stop(); // nothing integrates behind the audit's back from here
   return { org, ids };
 }
 

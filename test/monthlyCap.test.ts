@@ -132,7 +132,7 @@ describe('two independent writers on one database (instances that do not yet see
       organization_id: org.id, api_key_id: org.keyId,
     };
     const hash = hashApiKey(org.key);
-    const docs = (await Promise.all([one, one, two, two].map((app) => app.services.ingest.write([{ ...draft }], hash)))).flat();
+    const docs = (await Promise.all([one, one, two, two].map((app) => app.services.ingest.write({ drafts: [{ ...draft }], keyHash: hash, capExempt: false })))).flat();
     // Every caller is answered with the one stored event: same id, same place in the sequence.
     expect(new Set(docs.map((d) => `${d._id}@${d.seq}`)).size).toBe(1);
     expect(await one.services.collections.events.countDocuments({ tenant: org.id, _id: draft._id })).toBe(1);

@@ -53,8 +53,8 @@ async function waitSigned(app: TestApp, org: TestOrg, id: string): Promise<{ tre
 
 /** Waits until `tenant`'s log is halted on `app` (its rounds run every 200 ms here), or 30 s. */
 async function halted(app: TestApp, tenant: string): Promise<string | null> {
-  for (let waited = 0; waited < 30_000 && !app.services.ledger.haltedReason(tenant); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
-  return app.services.ledger.haltedReason(tenant);
+  for (let waited = 0; waited < 30_000 && !app.services.integrator.haltedReason(tenant); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+  return app.services.integrator.haltedReason(tenant);
 }
 
 async function audit(org: TestOrg) {
@@ -85,8 +85,8 @@ test('the rewritten-history attack: nothing is signed over it, the log halts, au
     expect(await c.ledgerCheckpoints.countDocuments({ tenant: org.id })).toBe(0);
     const proof = await call(`${app.url}/v1/events/${later}/proof`, { key: org.key });
     expect(proof.status).toBe(404);
-    expect(app.services.ledger.stats.halted).toBe(1);
-    expect(app.services.ledger.haltedReason(org.id)).toContain('the ledger state is missing');
+    expect(app.services.integrator.stats.halted).toBe(1);
+    expect(app.services.integrator.haltedReason(org.id)).toContain('the ledger state is missing');
     expect(logs.some((line) => line.includes('ledger integration HALTED') && line.includes(org.id))).toBe(true);
     const metrics = await app.http.metrics.registry.metrics();
     expect(metrics).toMatch(/^ledger_halted_organizations 1$/m);
@@ -137,8 +137,8 @@ test('tiles deleted: the log halts; reseal rebuilds them as an extension of the 
     const consistency = await call(`${app.url}/v1/ledger/consistency?from=300&to=303`, { key: org.key });
     expect(consistency.status).toBe(200);
     // This instance resumes by itself at its next look at the halted log.
-    await app.services.ledger.integrate(org.id, true);
-    expect(app.services.ledger.haltedReason(org.id)).toBeNull();
+    await app.services.integrator.integrate(org.id, { recheck: true });
+    expect(app.services.integrator.haltedReason(org.id)).toBeNull();
     const more = await write(app, org, 2);
     expect((await call(`${app.url}/v1/events/${more}/proof`, { key: org.key })).body.tree_size).toBe(305);
   } finally {

@@ -21,7 +21,7 @@ import { OrgRepository } from '../../src/db/orgRepository';
 import { BENCH_PLAN_CAPS, BODIES, load, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
 
 /** The ledger's per-organization rounds, before one round integrated every due organization (issue 20). */
-export const ROUNDS_BASELINE = process.env.BENCH_ROUNDS_BASELINE ?? 'ee1b5a2';
+export const ROUNDS_BASELINE = process.env.BENCH_ROUNDS_BASELINE ?? 'a33d566';
 /** The connections of the issue's measurements. */
 const CONNECTIONS = 32;
 const WARM_UP_SECONDS = 2;

@@ -16,6 +16,7 @@ import { runExport } from './exportCommand';
 import { runImport } from './importCommand';
 import { runVerify } from './verifyCommand';
 import { auditLog } from '../ledger/audit';
+import { LedgerStore } from '../db/ledgerStore';
 import { parsePrivateKey, parseVerifierKey, type Signer, type Verifier } from '../domain/ledger/note';
 
 /** The installation's signing key, from its key file (LEDGER_SIGNING_KEY_FILE or DATA_DIR's), or null when this machine cannot read it. */
@@ -169,7 +170,7 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
       return withServices(async (s) => {
         const tenants = values.org ? [values.org] : (await s.orgs.list()).map((org) => org._id);
         const reports = [];
-        for (const tenant of tenants) reports.push(await auditLog(s.collections, tenant, verifier));
+        for (const tenant of tenants) reports.push(await auditLog(new LedgerStore(s.collections).forTenant(tenant), verifier));
         const findings = reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`));
         const text = [
           ...findings,
@@ -187,7 +188,7 @@ async function dispatch(words: string[], values: Values): Promise<Output> {
       if (configured !== undefined && configured !== signer.name) throw new UsageError(`the signing key is for ${signer.name}, but LEDGER_NAME is ${configured}`);
       return withServices(async (s) => {
         if (!(await s.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
-        const sealed = await s.ledger.reseal(orgId);
+        const sealed = await s.integrator.reseal(orgId);
         const from = sealed.anchor === null ? 'with no signed checkpoint to extend: the stored events were sealed as they are' : `extending the signed checkpoint of size ${sealed.anchor}, which the stored events reproduce`;
         return { json: sealed, text: `Resealed ${orgId} at size ${sealed.size}, ${from}${sealed.planted ? ` (${sealed.planted} checkpoint documents this key did not sign were deleted)` : ''}` };
       }, signer);

@@ -157,7 +157,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       record(false, `event ${event.id}: sequence number ${proof.leaf_index + 1} is beyond the signed tree of ${checkpoint.size}`);
       return;
     }
-    const leaf = leafHash(leafBytes(org, proof.leaf_index + 1, eventSha256(event)));
+    const leaf = leafHash(leafBytes(org, proof.leaf_index + 1, eventSha256(event, JSON.stringify(event.metadata))));
     if (!verifyInclusion(proof.leaf_index, checkpoint.size, leaf, proof.inclusion_path.map(b64), checkpoint.root)) {
       failedEvents++;
       record(false, `event ${event.id}: not leaf ${proof.leaf_index} of the signed tree (changed, or moved from its place)`);

@@ -2,6 +2,7 @@
 import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
 import type { TEvent } from '../domain/event';
+import { eventSha256 } from '../domain/ledger/eventHash';
 
 export interface EventDoc {
   /** UUIDv7 as text: sorts by creation time and compares the same on MongoDB and FerretDB. */
@@ -86,6 +87,18 @@ export function toEvent(doc: EventDoc): TEvent {
     organization_id: doc.organization_id,
     api_key_id: doc.api_key_id,
   };
+}
+
+/** The ledger's hash of a stored event (`domain/ledger/eventHash.ts`), from the stored metadata text as it is. */
+export function eventSha256OfDoc(doc: EventDoc): string {
+  return eventSha256(
+    {
+      id: doc._id, timestamp: doc.ts.toISOString(), actor_id: doc.actor_id, actor_name: doc.actor_name, actor_email: doc.actor_email,
+      action: doc.action, resource_type: doc.resource_type, resource_id: doc.resource_id, resource_name: doc.resource_name,
+      organization_id: doc.organization_id, api_key_id: doc.api_key_id,
+    },
+    doc.metadata,
+  );
 }
 
 /**

@@ -43,6 +43,11 @@ export class OrgRepository {
     return this.c.orgs.findOne({ _id: id });
   }
 
+  /** Every organization's id (the background audit's round). */
+  async ids(): Promise<string[]> {
+    return (await this.c.orgs.find({}, { projection: { _id: 1 } }).toArray()).map((org) => org._id);
+  }
+
   async list(): Promise<OrgDoc[]> {
     return this.c.orgs.find({}).sort({ created_at: 1, _id: 1 }).toArray();
   }

@@ -8,7 +8,7 @@ import type { Services } from '../services/container';
 export interface ServiceStats {
   ingest: IngestStats;
   idempotency: IdempotencyStats;
-  ledger: Services['ledger']['stats'];
+  ledger: Services['integrator']['stats'];
   audit: Services['ledgerAudit']['stats'];
 }
 

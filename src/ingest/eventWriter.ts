@@ -19,8 +19,10 @@
  * cap check `month_seq <= cap` is exact without any atomic read-modify-write, which FerretDB does not
  * provide (its findAndModify is not atomic).
  *
- * An ordered insert stops at the first document that fails, so what was stored is exactly a prefix of the
- * round, and that prefix is acknowledged. What stopped it concerns that document's tenant only:
+ * Where each event goes is decided by a pure function (placement.ts); the ordered insert and what
+ * FerretDB needs to report it truly are the database layer's (db/eventInserts.ts). An ordered insert
+ * stops at the first document that fails, so what was stored is exactly a prefix of the round, and
+ * that prefix is acknowledged. What stopped it concerns that document's tenant only:
  * - a duplicate sequence number (a lost race): that tenant's newest event is found again;
  * - a duplicate id (the same event, written already): its caller gets the stored event;
  * - the database refusing that one document: its caller alone gets 422.
@@ -28,64 +30,50 @@
  * failure costs it one more insert, never an error. Only when the database is unreachable or a write
  * concern is not met is the outcome of the rest unknown: none of it is acknowledged, and its callers get 503.
  */
-import { MongoBulkWriteError, MongoServerError, type WriteError } from 'mongodb';
 import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
 import { type Clock, utcMonth } from '../domain/time';
-import type { EventDoc } from '../db/documents';
 import type { ApiKeyRepository } from '../db/apiKeyRepository';
-import type { Collections } from '../db/database';
-import { EventReader } from '../db/eventReader';
-import { describeDbError, DUPLICATE_KEY, isDatabaseUnreachable, isDuplicateKey, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
+import type { EventDoc } from '../db/documents';
+import { describeDbError, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
+import type { EventInserts, InsertOutcome } from '../db/eventInserts';
+import type { EventReader } from '../db/eventReader';
 import type { OrgRepository } from '../db/orgRepository';
+import { NO_EVENTS, place, type Placement, type Position } from './placement';
+import { unitTenant, type WriteUnit } from './writeUnit';
 
-/** An event ready to store, before the writer gives it its place in the tenant's sequence. */
-export type EventDraft = Omit<EventDoc, 'seq' | 'month' | 'month_seq'>;
-
-interface Head {
-  seq: number;
-  month: string;
-  monthSeq: number;
-}
-
-/**
- * One caller's events (one, or a batch's), all of one tenant: placed together, refused together, and
- * answered together once every one of them is stored.
- */
+/** A unit waiting in this writer: its events as they get stored, and its caller. */
 interface Pending {
-  drafts: EventDraft[];
-  /** The stored events, by position in `drafts`; the caller is answered when none is missing. */
+  unit: WriteUnit;
+  tenant: string;
+  /** The stored events, by position in `unit.drafts`; the caller is answered when none is missing. */
   docs: (EventDoc | undefined)[];
-  /** The hash of the API key that sent the events: checked again, for the whole round, before the write. */
-  keyHash: string;
-  /**
-   * The cap counted these events already: some of them are stored (by an earlier round that lost a race
-   * midway, or by a request that died before answering), and a batch once begun is completed.
-   */
-  capExempt: boolean;
   resolve: (docs: EventDoc[]) => void;
   reject: (error: unknown) => void;
 }
 
 /** The events of `p` not stored yet, with their positions. */
-function missing(p: Pending): { draft: EventDraft; index: number }[] {
-  const out: { draft: EventDraft; index: number }[] = [];
-  p.drafts.forEach((draft, index) => {
+function missing(p: Pending): { draft: WriteUnit['drafts'][number]; index: number }[] {
+  const out: { draft: WriteUnit['drafts'][number]; index: number }[] = [];
+  p.unit.drafts.forEach((draft, index) => {
     if (!p.docs[index]) out.push({ draft, index });
   });
   return out;
 }
 
-function tenantOf(p: Pending): string {
-  return (p.drafts[0] as EventDraft).tenant;
+/** One event of the round's insert, and the unit (and position in it) it answers. */
+interface Placed {
+  doc: EventDoc;
+  owner: Pending;
+  index: number;
 }
 
 interface Tenant {
   id: string;
   queue: Pending[];
   /** The tenant's newest stored event as far as this process knows; null: find it before writing. */
-  head: Head | null;
-  /** A sequence number known to be taken (0: none known): where the search for the head starts. */
+  newest: Position | null;
+  /** A sequence number known to be taken (0: none known): where the search for the newest starts. */
   taken: number;
   /** The tenant's monthly cap and when it was read (ms): caps change only by an operator's hand. */
   cap: { value: number; at: number } | null;
@@ -93,22 +81,9 @@ interface Tenant {
   capped: { month: string; until: number } | null;
 }
 
-/** How an insert ended: how many documents (a prefix) were stored, and what stopped the rest. */
-type InsertOutcome =
-  | { stored: number; stop?: undefined }
-  | { stored: number; stop: 'race' }
-  /** The prefix is stored and nothing is wrong with the rest: it just was not written yet. */
-  | { stored: number; stop: 'interrupted' }
-  | { stored: number; stop: 'refused'; code: unknown }
-  | { stored: number; stop: 'unknown'; error: unknown };
-
-/** The head of a tenant with no events yet. */
-const NO_EVENTS: Head = { seq: 0, month: '', monthSeq: 0 };
-
 const MAX_ROUND = 1000;
 // Each retry follows a lost race, i.e. another writer's progress; past this many the caller gets a 503.
 const MAX_RACES = 50;
-const WRITE_CONCERN = { w: 'majority', j: true } as const;
 /**
  * How long a tenant found at its cap is refused without a database round. Caps only fall within a
  * month, so the only thing this delays is a cap raised by an operator: it applies within this time.
@@ -120,7 +95,7 @@ const CAP_RECHECK_MS = 10_000;
  * events. The count against the cap stays exact; a changed cap applies within this time.
  */
 const CAP_CACHE_MS = 1000;
-/** Tenants kept for their cached heads; past this many, idle ones are dropped (their heads reload). */
+/** Tenants kept for their known newest events; past this many, idle ones are dropped (found again when needed). */
 const MAX_IDLE_TENANTS = 10_000;
 
 export interface WriterStats {
@@ -149,7 +124,9 @@ export class EventWriter {
   readonly stats: WriterStats = { batches: 0, events: 0, conflicts: 0, duplicates: 0, refused: 0 };
 
   constructor(
-    private readonly c: Collections,
+    private readonly inserts: EventInserts,
+    /** A tenant's stored events by id: how a duplicate is told from a lost race. */
+    private readonly readerOf: (tenant: string) => Pick<EventReader, 'getMany'>,
     private readonly orgs: OrgRepository,
     private readonly keys: ApiKeyRepository,
     private readonly clock: Clock,
@@ -172,31 +149,20 @@ export class EventWriter {
   }
 
   /**
-   * Stores one event; resolves once it is durable. Rejects with 429 when the tenant's cap is used up,
-   * with 401 when the key has been revoked since the request was authenticated, with 422 when the
-   * database refuses the event itself and with 503 when the write could not be confirmed.
+   * Stores a unit's events, in order, at consecutive numbers as long as no other writer takes numbers of
+   * its tenant meanwhile: the cap takes all of them or refuses all of them (unless the unit is exempt),
+   * and the promise resolves, in order, once all are durable. An event whose id is stored already is
+   * answered with the stored event and not counted again. Rejects with 429 when the tenant's cap is used
+   * up, with 401 when the key has been revoked since the request was authenticated, with 422 when the
+   * database refuses an event itself and with 503 when the write could not be confirmed.
    */
-  async write(draft: EventDraft, keyHash: string): Promise<EventDoc> {
-    return (await this.writeAll([draft], keyHash))[0] as EventDoc;
-  }
-
-  /**
-   * Stores events of one tenant as one unit, in order, at consecutive numbers as long as no other writer
-   * takes numbers of this tenant meanwhile: the cap takes all of them or refuses all of them, and the
-   * promise resolves, in order, once all are durable. An event whose id is stored already is answered
-   * with the stored event and not counted again. `capExempt`: some of these events are stored already
-   * (the request that sent them first died midway), so the cap counted them when the batch began.
-   */
-  writeAll(drafts: EventDraft[], keyHash: string, capExempt = false): Promise<EventDoc[]> {
-    const first = drafts[0];
-    if (!first) return Promise.resolve([]);
-    const tenant = this.tenant(first.tenant);
-    const refusal = capExempt ? null : this.refusedAtDoor(first.tenant);
-    if (refusal) {
-      return Promise.reject(refusal);
-    }
+  write(unit: WriteUnit): Promise<EventDoc[]> {
+    if (unit.drafts.length === 0) return Promise.resolve([]);
+    const tenant = this.tenant(unitTenant(unit));
+    const refusal = unit.capExempt ? null : this.refusedAtDoor(tenant.id);
+    if (refusal) return Promise.reject(refusal);
     return new Promise<EventDoc[]>((resolve, reject) => {
-      tenant.queue.push({ drafts, docs: [], keyHash, capExempt, resolve, reject });
+      tenant.queue.push({ unit, tenant: tenant.id, docs: [], resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;
       });
@@ -214,7 +180,7 @@ export class EventWriter {
       if (this.tenants.size >= MAX_IDLE_TENANTS) {
         for (const [key, idle] of this.tenants) if (idle.queue.length === 0) this.tenants.delete(key);
       }
-      tenant = { id, queue: [], head: null, taken: 0, cap: null, capped: null };
+      tenant = { id, queue: [], newest: null, taken: 0, cap: null, capped: null };
       this.tenants.set(id, tenant);
     }
     return tenant;
@@ -222,7 +188,7 @@ export class EventWriter {
 
   /**
    * A fair round: every waiting tenant gets an equal share of the places, unused shares go to the rest.
-   * A caller's events are never split between rounds, so a round may pass MAX_ROUND by one batch.
+   * A caller's events are never split between rounds, so a round may pass MAX_ROUND by one unit.
    */
   private takeRound(): Pending[] {
     const round: Pending[] = [];
@@ -234,8 +200,8 @@ export class EventWriter {
         for (let taken = 0; taken < share && size < MAX_ROUND && t.queue.length > 0; ) {
           const p = t.queue.shift() as Pending;
           round.push(p);
-          taken += p.drafts.length;
-          size += p.drafts.length;
+          taken += p.unit.drafts.length;
+          size += p.unit.drafts.length;
         }
       }
       waiting = waiting.filter((t) => t.queue.length > 0);
@@ -248,49 +214,144 @@ export class EventWriter {
       try {
         await this.commit(round);
       } catch (error) {
-        // A read before an insert failed (caps, keys, heads): nothing of what is still pending was written.
-        for (const p of round) this.tenant(tenantOf(p)).head = null;
+        // A read before an insert failed (caps, keys, newest events): nothing of what is still pending was written.
+        for (const p of round) this.tenant(p.tenant).newest = null;
         this.log.error({ error: describeDbError(error) }, 'group commit failed before writing');
         for (const p of round) p.reject(error);
       }
     }
   }
 
-  /** Whether `seq` is taken in `tenant`'s sequence, and the placement of the event holding it. */
-  private async probe(tenant: string, seq: number): Promise<Head | null> {
-    const doc = await this.c.events.findOne({ tenant, seq }, { projection: { _id: 0, seq: 1, month: 1, month_seq: 1 } });
-    return doc ? { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq } : null;
+  /** Writes a round: place, insert, answer; again after a lost race or a refused event, for what is left. */
+  private async commit(round: Pending[]): Promise<void> {
+    let pending = round;
+    for (let races = 0; pending.length > 0 && races < MAX_RACES; ) {
+      const placed = this.place(await this.admitted(pending));
+      if (placed.length === 0) return;
+      const outcome = await this.inserts.insertInOrder(placed.map((p) => p.doc));
+      this.stored(placed.slice(0, outcome.stored));
+      const units = [...new Set(placed.map((p) => p.owner))];
+      pending = this.settle(units);
+      if (outcome.stop === undefined || outcome.stop === 'interrupted') continue;
+      const stopped = placed[outcome.stored] as Placed;
+      if (outcome.stop === 'duplicate') {
+        if (await this.duplicate(stopped.doc, pending)) races++;
+        pending = this.settle(pending);
+      } else if (outcome.stop === 'refused') {
+        // That event is not stored and never will be; its number is free again. Its caller is refused.
+        this.stats.refused++;
+        this.log.warn({ tenant: stopped.doc.tenant, code: outcome.code, index: outcome.stored }, 'the event store refused an event');
+        stopped.owner.reject(new AppError('EVENT_REFUSED', MESSAGES.eventRefused));
+        pending = pending.filter((p) => p !== stopped.owner);
+      } else {
+        this.unconfirmed(pending, outcome);
+        return;
+      }
+    }
+    for (const p of pending) {
+      p.reject(new AppError('SERVICE_UNAVAILABLE', 'Too many concurrent writers for this organization; retry', { retryAfter: 1 }));
+    }
   }
 
   /**
-   * The tenant's newest event. The sequence is gapless, so "taken" holds for every number up to the
-   * head and for none above it: gallop up from a number known taken until one is free, then bisect.
-   * O(log distance) point reads; usually two, since the hint is the last number this process saw.
+   * The units whose key is still active and of their events' organization, with every tenant's newest
+   * event and cap at hand; the others are refused. (A unit's api_key_id may name another key of the
+   * organization: the one that claimed an idempotent request.)
    */
-  private async findHead(tenant: string, taken: number): Promise<Head> {
-    const [known, next] = await Promise.all([taken > 0 ? this.probe(tenant, taken) : NO_EVENTS, this.probe(tenant, taken + 1)]);
-    // The hint is gone (events deleted behind the service's back): start from nothing.
-    if (!known) return this.findHead(tenant, 0);
-    let low: Head = next ?? known;
-    let free = low.seq + 1;
-    for (let step = 2; next; step *= 2) {
-      const found = await this.probe(tenant, low.seq + step);
-      if (!found) {
-        free = low.seq + step;
-        break;
-      }
-      low = found;
-    }
-    while (free - low.seq > 1) {
-      const mid: number = low.seq + Math.floor((free - low.seq) / 2);
-      const found = await this.probe(tenant, mid);
-      if (found) low = found;
-      else free = mid;
-    }
-    return low;
+  private async admitted(pending: Pending[]): Promise<Pending[]> {
+    const ids = [...new Set(pending.map((p) => p.tenant))];
+    const [activeKeys] = await Promise.all([
+      this.keys.activeAmong([...new Set(pending.map((p) => p.unit.keyHash))]),
+      this.refreshCaps(ids, this.clock.now().getTime()),
+      ...ids.map(async (id) => {
+        const tenant = this.tenant(id);
+        tenant.newest ??= (await this.inserts.newest(id, tenant.taken)) ?? NO_EVENTS;
+      }),
+    ]);
+    return pending.filter((p) => {
+      const key = activeKeys.get(p.unit.keyHash);
+      if (key?.org_id === p.tenant && p.unit.drafts.every((d) => d.tenant === key.org_id)) return true;
+      if (!key) this.onInactiveKey(p.unit.keyHash);
+      p.reject(new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey));
+      return false;
+    });
   }
 
-  /** The caps of `ids`, read again (in one query) only for tenants whose cap is older than CAP_CACHE_MS. */
+  /** The round's documents, in order: each unit's missing events at the places `place` gives; capped units are refused. */
+  private place(pending: Pending[]): Placed[] {
+    const now = this.clock.now();
+    const todo = pending.map((p) => missing(p));
+    const { placements } = place(
+      pending.map((p, i) => ({ tenant: p.tenant, events: (todo[i] ?? []).length, capExempt: p.unit.capExempt })),
+      (tenant) => this.tenant(tenant).newest ?? NO_EVENTS,
+      (tenant) => this.tenant(tenant).cap?.value ?? 0,
+      utcMonth(now),
+    );
+    const placed: Placed[] = [];
+    pending.forEach((owner, i) => {
+      const placement = placements[i] as Placement;
+      if (placement.capped) {
+        this.tenant(owner.tenant).capped = { month: placement.month, until: now.getTime() + CAP_RECHECK_MS };
+        owner.reject(capReached(now));
+        return;
+      }
+      const { first } = placement;
+      (todo[i] ?? []).forEach(({ draft, index }, k) => {
+        placed.push({ doc: { ...draft, seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k }, owner, index });
+      });
+    });
+    return placed;
+  }
+
+  /** Records the stored prefix: each tenant's newest event moves only here, and the ledger is told. */
+  private stored(prefix: Placed[]): void {
+    this.stats.batches++;
+    this.stats.events += prefix.length;
+    for (const { doc, owner, index } of prefix) {
+      const tenant = this.tenant(doc.tenant);
+      tenant.newest = { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq };
+      tenant.taken = doc.seq;
+      owner.docs[index] = doc;
+    }
+    if (prefix.length > 0) this.onStored(prefix.map((p) => p.doc));
+  }
+
+  /**
+   * After a duplicate key at `stopped`: a lost sequence race, or an event stored already under its id (a
+   * retry's, written by another request, another writer or earlier in this round). The latter are
+   * answered with the stored events, found for the whole tenant at once. Returns whether it was a race.
+   */
+  private async duplicate(stopped: EventDoc, pending: Pending[]): Promise<boolean> {
+    const tenant = this.tenant(stopped.tenant);
+    tenant.newest = null;
+    const waiting = pending.filter((p) => p.tenant === stopped.tenant);
+    const found = await this.readerOf(stopped.tenant).getMany(waiting.flatMap((p) => missing(p).map(({ draft }) => draft._id)));
+    for (const p of waiting) {
+      for (const { draft, index } of missing(p)) {
+        const stored = found.get(draft._id);
+        if (stored) p.docs[index] = stored;
+      }
+    }
+    this.stats.duplicates += found.size;
+    if (found.has(stopped._id)) {
+      // Its number may still be free; the one before it is taken (or 0: none).
+      tenant.taken = Math.max(stopped.seq - 1, ...[...found.values()].map((doc) => doc.seq));
+      return false;
+    }
+    tenant.taken = stopped.seq;
+    this.stats.conflicts++;
+    return true;
+  }
+
+  /** The database could not confirm the insert: nothing of the rest is acknowledged, every caller gets 503. */
+  private unconfirmed(pending: Pending[], outcome: Extract<InsertOutcome, { stop: 'unknown' }>): void {
+    for (const p of pending) this.tenant(p.tenant).newest = null;
+    this.log.error({ events: pending.length, error: describeDbError(outcome.error) }, 'event insert not confirmed');
+    const failure = unreachableDatabaseError(outcome.error) ?? writeUnconfirmed(outcome.error);
+    for (const p of pending) p.reject(failure);
+  }
+
+  /** The caps of `ids`, read again only for tenants whose cap is older than CAP_CACHE_MS. */
   private async refreshCaps(ids: string[], nowMs: number): Promise<void> {
     const stale = ids.filter((id) => {
       const cap = this.tenant(id).cap;
@@ -301,181 +362,17 @@ export class EventWriter {
     for (const id of stale) this.tenant(id).cap = { value: caps.get(id) ?? 0, at: nowMs };
   }
 
-  private async commit(round: Pending[]): Promise<void> {
-    let pending = round;
-    for (let races = 0; pending.length > 0 && races < MAX_RACES; ) {
-      const ids = [...new Set(pending.map(tenantOf))];
-      const hashes = [...new Set(pending.map((p) => p.keyHash))];
-      const [activeKeys] = await Promise.all([
-        this.keys.activeAmong(hashes),
-        this.refreshCaps(ids, this.clock.now().getTime()),
-        ...ids.map(async (id) => {
-          const tenant = this.tenant(id);
-          tenant.head ??= await this.findHead(id, tenant.taken);
-        }),
-      ]);
-      const now = this.clock.now();
-      const receiptMonth = utcMonth(now);
-
-      // Give each event its place, each after the one before in its tenant; heads move only once stored.
-      const next = new Map<string, Head>();
-      const docs: EventDoc[] = [];
-      const owners: { p: Pending; index: number }[] = [];
-      const placed: Pending[] = [];
-      for (const p of pending) {
-        const key = activeKeys.get(p.keyHash);
-        // The key must be active and the events its organization's (a forwarded write says so itself).
-        // Their api_key_id may name another key of the organization: the one that claimed an idempotent request.
-        if (!key || p.drafts.some((d) => d.tenant !== key.org_id)) {
-          if (!key) this.onInactiveKey(p.keyHash);
-          p.reject(new AppError('INVALID_API_KEY', MESSAGES.invalidApiKey));
-          continue;
-        }
-        const tenant = this.tenant(tenantOf(p));
-        const last = next.get(tenant.id) ?? tenant.head ?? NO_EVENTS;
-        // Months never go backwards along the sequence, even if this process's clock lags another's.
-        const month = last.month > receiptMonth ? last.month : receiptMonth;
-        const todo = missing(p);
-        const firstMonthSeq = last.month === month ? last.monthSeq + 1 : 1;
-        if (!p.capExempt && firstMonthSeq + todo.length - 1 > (tenant.cap?.value ?? 0)) {
-          tenant.capped = { month, until: now.getTime() + CAP_RECHECK_MS };
-          p.reject(capReached(now));
-          continue;
-        }
-        todo.forEach(({ draft, index }, i) => {
-          docs.push({ ...draft, seq: last.seq + 1 + i, month, month_seq: firstMonthSeq + i });
-          owners.push({ p, index });
-        });
-        next.set(tenant.id, { seq: last.seq + todo.length, month, monthSeq: firstMonthSeq + todo.length - 1 });
-        placed.push(p);
-      }
-      if (docs.length === 0) return;
-
-      const outcome = await this.insert(docs);
-      this.stats.batches++;
-      this.stats.events += outcome.stored;
-      for (let i = 0; i < outcome.stored; i++) {
-        const doc = docs[i] as EventDoc;
-        const tenant = this.tenant(doc.tenant);
-        tenant.head = { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq };
-        tenant.taken = doc.seq;
-        const { p, index } = owners[i] as { p: Pending; index: number };
-        p.docs[index] = doc;
-      }
-      if (outcome.stored > 0) this.onStored(docs.slice(0, outcome.stored));
-      pending = this.settle(placed);
-      if (outcome.stop === undefined) return; // all stored, all answered
-
-      const stopped = docs[outcome.stored] as EventDoc;
-      const owner = (owners[outcome.stored] as { p: Pending }).p;
-      if (outcome.stop === 'race') {
-        const tenant = this.tenant(stopped.tenant);
-        tenant.head = null;
-        // A duplicate key is a lost sequence race, or an event stored already under its id (a retry's,
-        // written by another request, another writer or earlier in this round): those are answered with
-        // the stored events, found for the whole tenant at once.
-        const waiting = pending.filter((p) => tenantOf(p) === stopped.tenant);
-        const found = await new EventReader(this.c, stopped.tenant).getMany(waiting.flatMap((p) => missing(p).map(({ draft }) => draft._id)));
-        for (const p of waiting) {
-          for (const { draft, index } of missing(p)) {
-            const stored = found.get(draft._id);
-            if (stored) p.docs[index] = stored;
-          }
-        }
-        this.stats.duplicates += found.size;
-        if (found.has(stopped._id)) {
-          // Its number may still be free; the one before it is taken (or 0: none).
-          tenant.taken = Math.max(stopped.seq - 1, ...[...found.values()].map((doc) => doc.seq));
-        } else {
-          tenant.taken = stopped.seq;
-          this.stats.conflicts++;
-          races++;
-        }
-        pending = this.settle(pending);
-      } else if (outcome.stop === 'refused') {
-        // That event is not stored and never will be; its number is free again. Its caller is refused.
-        this.stats.refused++;
-        this.log.warn({ tenant: stopped.tenant, code: outcome.code, index: outcome.stored }, 'the event store refused an event');
-        owner.reject(new AppError('EVENT_REFUSED', MESSAGES.eventRefused));
-        pending = pending.filter((p) => p !== owner);
-      } else if (outcome.stop === 'unknown') {
-        for (const p of pending) this.tenant(tenantOf(p)).head = null;
-        this.log.error({ events: pending.length, error: describeDbError(outcome.error) }, 'event insert not confirmed');
-        const failure = unreachableDatabaseError(outcome.error) ?? writeUnconfirmed(outcome.error);
-        for (const p of pending) p.reject(failure);
-        return;
-      }
-    }
-    for (const p of pending) {
-      p.reject(new AppError('SERVICE_UNAVAILABLE', 'Too many concurrent writers for this organization; retry', { retryAfter: 1 }));
-    }
-  }
-
   /** Answers the callers whose events are all stored; the rest, some of whose events are stored already, go on cap-exempt. */
   private settle(pending: Pending[]): Pending[] {
     const rest: Pending[] = [];
     for (const p of pending) {
       const docs = p.docs.filter((doc) => doc !== undefined);
-      if (docs.length === p.drafts.length) p.resolve(docs);
+      if (docs.length === p.unit.drafts.length) p.resolve(docs);
       else {
-        if (p.docs.some((doc) => doc !== undefined)) p.capExempt = true;
+        if (docs.length > 0) p.unit = { ...p.unit, capExempt: true };
         rest.push(p);
       }
     }
     return rest;
-  }
-
-  /** Ordered insert: on the first failing document the database stops, so what was stored is a prefix. */
-  private async insert(docs: EventDoc[]): Promise<InsertOutcome> {
-    try {
-      await this.c.events.insertMany(docs, { ordered: true, writeConcern: WRITE_CONCERN });
-      return { stored: docs.length };
-    } catch (error) {
-      if (isDatabaseUnreachable(error)) return { stored: 0, stop: 'unknown', error };
-      if (error instanceof MongoBulkWriteError) {
-        // A write concern not met leaves even the inserted prefix unconfirmed: acknowledge nothing.
-        if (error.result.getWriteConcernError()) return { stored: 0, stop: 'unknown', error };
-        const first: WriteError | undefined = Array.isArray(error.writeErrors) ? (error.writeErrors as WriteError[])[0] : (error.writeErrors as WriteError | undefined);
-        // FerretDB's duplicate-key message does not name the index: a duplicate is a lost sequence race
-        // or an id stored already, and commit() tells which by looking the ids up.
-        if (first) return first.code === DUPLICATE_KEY ? { stored: first.index, stop: 'race' } : { stored: first.index, stop: 'refused', code: first.code };
-      }
-      if (isDuplicateKey(error)) return { stored: 0, stop: 'race' };
-      if (error instanceof MongoServerError) return this.reconcile(docs, error);
-      return { stored: 0, stop: 'unknown', error };
-    }
-  }
-
-  /**
-   * After a server error that names no document, finds out what happened. FerretDB answers a document
-   * that PostgreSQL refuses (a NUL in a string, say) this way, having stored the documents before it
-   * while reporting none. What is stored is read back (our own ids), and the first event that is not
-   * stored is tried once more on its own: only if it fails again, for a reason that is neither a lost
-   * race nor an unreachable database, is it the one refused.
-   */
-  private async reconcile(docs: EventDoc[], error: MongoServerError): Promise<InsertOutcome> {
-    try {
-      const tenants = [...new Set(docs.map((doc) => doc.tenant))];
-      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1, seq: 1 } }).toArray();
-      // Stored by this insert only where the number is ours too: the same id at another number was
-      // stored before (a retried event), which the race path answers with the stored event.
-      const storedAt = new Map(found.map((doc) => [doc._id, doc.seq]));
-      let stored = 0;
-      while (stored < docs.length && storedAt.get((docs[stored] as EventDoc)._id) === (docs[stored] as EventDoc).seq) stored++;
-      const suspect = docs[stored];
-      if (!suspect) return { stored };
-      if (storedAt.has(suspect._id)) return { stored, stop: 'race' };
-      try {
-        await this.c.events.insertOne(suspect, { writeConcern: WRITE_CONCERN });
-        return stored + 1 < docs.length ? { stored: stored + 1, stop: 'interrupted' } : { stored: stored + 1 };
-      } catch (again) {
-        if (isDatabaseUnreachable(again)) return { stored, stop: 'unknown', error: again };
-        if (isDuplicateKey(again)) return { stored, stop: 'race' };
-        return { stored, stop: 'refused', code: again instanceof MongoServerError ? again.code : undefined };
-      }
-    } catch (readError) {
-      this.log.error({ error: describeDbError(readError) }, 'could not read back a failed insert');
-      return { stored: 0, stop: 'unknown', error };
-    }
   }
 }

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors';
 import { isEventId, LIMITS, metadataProblem, ZIdempotencyKey } from '../domain/event';
-import type { EventDraft } from './eventWriter';
+import type { EventDraft, WriteUnit } from './writeUnit';
 
 /** The instance-to-instance path; not under /v1 and not in openapi.json. */
 export const FORWARD_PATH = '/internal/forward-events';
@@ -53,10 +53,22 @@ const ZDraft = z.strictObject({
   idempotency_key: ZIdempotencyKey.optional(),
 }) satisfies z.ZodType<EventDraft>;
 
-/** One caller's events (see EventWriter.writeAll): at most MAX_FORWARD_EVENTS in all, but a batch is never split. */
+/** A write unit (writeUnit.ts) on the wire. */
+const ZWireUnit = z.strictObject({ drafts: z.array(ZDraft).min(1).max(10_000), key_hash: z.string().regex(/^[0-9a-f]{64}$/), cap_exempt: z.boolean() });
+
+/** Write units: at most MAX_FORWARD_EVENTS events in all, but a unit is never split. */
 export const ZForwardRequest = z.object({
-  writes: z.array(z.strictObject({ drafts: z.array(ZDraft).min(1).max(10_000), key_hash: z.string().regex(/^[0-9a-f]{64}$/), cap_exempt: z.boolean() })).min(1).max(MAX_FORWARD_EVENTS),
+  writes: z.array(ZWireUnit).min(1).max(MAX_FORWARD_EVENTS),
 });
+
+/** The unit as JSON will carry it (dates become ISO strings, which ZDraft reads back). */
+export function unitToWire(unit: WriteUnit): { drafts: EventDraft[]; key_hash: string; cap_exempt: boolean } {
+  return { drafts: unit.drafts, key_hash: unit.keyHash, cap_exempt: unit.capExempt };
+}
+
+export function unitFromWire(wire: z.output<typeof ZWireUnit>): WriteUnit {
+  return { drafts: wire.drafts, keyHash: wire.key_hash, capExempt: wire.cap_exempt };
+}
 export type TForwardRequest = z.input<typeof ZForwardRequest>;
 
 /** A message's JSON, or undefined when it is not JSON (each side answers that as it must). */

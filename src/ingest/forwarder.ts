@@ -11,8 +11,9 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
-import { type EventDraft, writeUnconfirmed } from './eventWriter';
-import { FORWARD_PATH, INSTANCE_MAC_HEADER, MAX_FORWARD_EVENTS, parseWire, type TPlacement, ZForwardResponse } from './forwardWire';
+import { writeUnconfirmed } from './eventWriter';
+import type { WriteUnit } from './writeUnit';
+import { FORWARD_PATH, INSTANCE_MAC_HEADER, MAX_FORWARD_EVENTS, parseWire, type TPlacement, unitToWire, ZForwardResponse } from './forwardWire';
 import type { InstanceAuth } from './instanceAuth';
 import type { Peer } from './instances';
 
@@ -20,9 +21,7 @@ import type { Peer } from './instances';
 export const UNDELIVERED = Symbol('undelivered');
 
 interface Forward {
-  drafts: EventDraft[];
-  keyHash: string;
-  capExempt: boolean;
+  unit: WriteUnit;
   resolve: (outcome: TPlacement[] | typeof UNDELIVERED) => void;
   reject: (error: unknown) => void;
 }
@@ -49,8 +48,8 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNRE
 function takeBatch(queue: Forward[]): Forward[] {
   let events = 0;
   let count = 0;
-  while (count < queue.length && (count === 0 || events + (queue[count] as Forward).drafts.length <= MAX_FORWARD_EVENTS)) {
-    events += (queue[count] as Forward).drafts.length;
+  while (count < queue.length && (count === 0 || events + (queue[count] as Forward).unit.drafts.length <= MAX_FORWARD_EVENTS)) {
+    events += (queue[count] as Forward).unit.drafts.length;
     count++;
   }
   return queue.splice(0, count);
@@ -69,7 +68,7 @@ export class Forwarder {
   ) {}
 
   /** Resolves with the events' places, or UNDELIVERED; rejects with the receiving writer's refusal. */
-  forward(peer: Peer, drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<TPlacement[] | typeof UNDELIVERED> {
+  forward(peer: Peer, unit: WriteUnit): Promise<TPlacement[] | typeof UNDELIVERED> {
     let lane = this.lanes.get(peer.id);
     if (!lane || lane.peer.url !== peer.url) {
       lane = { peer, queue: [], scheduled: false, inFlight: 0, quiet: [] };
@@ -77,7 +76,7 @@ export class Forwarder {
     }
     const target = lane;
     return new Promise((resolve, reject) => {
-      target.queue.push({ drafts, keyHash, capExempt, resolve, reject });
+      target.queue.push({ unit, resolve, reject });
       this.schedule(target);
     });
   }
@@ -118,7 +117,7 @@ export class Forwarder {
   }
 
   private async send(peer: Peer, batch: Forward[]): Promise<void> {
-    const body = JSON.stringify({ writes: batch.map((f) => ({ drafts: f.drafts, key_hash: f.keyHash, cap_exempt: f.capExempt })) });
+    const body = JSON.stringify({ writes: batch.map((f) => unitToWire(f.unit)) });
     const mac = this.auth.mac('forward', peer.id, body);
     let reply: Reply;
     try {
@@ -144,13 +143,13 @@ export class Forwarder {
       for (const f of batch) f.reject(failure);
       return;
     }
-    this.forwarded += batch.reduce((sum, f) => sum + f.drafts.length, 0);
+    this.forwarded += batch.reduce((sum, f) => sum + f.unit.drafts.length, 0);
     parsed.data.results.forEach((result, i) => {
       const f = batch[i] as Forward;
       if ('error' in result) {
         const { code, message, retry_after: retryAfter } = result.error;
         f.reject(new AppError(code, message, retryAfter === undefined ? {} : { retryAfter }));
-      } else if (result.placements.length !== f.drafts.length) {
+      } else if (result.placements.length !== f.unit.drafts.length) {
         f.reject(writeUnconfirmed(new Error(`unreadable answer from ${peer.url}`)));
       } else f.resolve(result.placements);
     });

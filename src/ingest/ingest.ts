@@ -13,7 +13,8 @@ import { AppError } from '../domain/errors';
 import type { Collections } from '../db/database';
 import type { EventDoc } from '../db/documents';
 import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
-import type { EventDraft, EventWriter, WriterStats } from './eventWriter';
+import type { EventWriter, WriterStats } from './eventWriter';
+import { unitTenant, type EventDraft, type WriteUnit } from './writeUnit';
 import { Forwarder, UNDELIVERED } from './forwarder';
 import type { TPlacement } from './forwardWire';
 import type { InstanceAuth } from './instanceAuth';
@@ -51,26 +52,22 @@ export class Ingest {
     return { ...this.writer.stats, forwarded: this.forwarder.forwarded, liveInstances: this.instances.liveCount };
   }
 
-  /**
-   * Stores events of one organization, here or at its writer, as one unit (EventWriter.writeAll);
-   * resolves once all are durable.
-   */
-  async write(drafts: EventDraft[], keyHash: string, capExempt = false): Promise<EventDoc[]> {
-    const first = drafts[0];
-    if (!first) return [];
-    const owner = this.instances.ownerOf(first.tenant);
-    if (owner === this.instances.self) return this.writer.writeAll(drafts, keyHash, capExempt);
+  /** Stores a write unit, here or at its organization's writer (EventWriter.write); resolves once all are durable. */
+  async write(unit: WriteUnit): Promise<EventDoc[]> {
+    if (unit.drafts.length === 0) return [];
+    const owner = this.instances.ownerOf(unitTenant(unit));
+    if (owner === this.instances.self) return this.writer.write(unit);
     let placed;
     try {
-      placed = await this.forwarder.forward(owner, drafts, keyHash, capExempt);
+      placed = await this.forwarder.forward(owner, unit);
     } catch (error) {
-      if (error instanceof AppError && error.code === 'INVALID_API_KEY') this.onInactiveKey(keyHash);
+      if (error instanceof AppError && error.code === 'INVALID_API_KEY') this.onInactiveKey(unit.keyHash);
       throw error;
     }
-    if (placed === UNDELIVERED) return this.writer.writeAll(drafts, keyHash, capExempt);
+    if (placed === UNDELIVERED) return this.writer.write(unit);
     // The writer stores each draft as sent (one already stored under its id was stored from the same
     // draft: see services/idempotency.ts), so its placement completes it.
-    return drafts.map((draft, i) => ({ ...draft, ...(placed[i] as TPlacement) }));
+    return unit.drafts.map((draft, i) => ({ ...draft, ...(placed[i] as TPlacement) }));
   }
 
   /**
@@ -86,9 +83,9 @@ export class Ingest {
    * A cap exemption is taken only where this instance can check it: the events complete the request of
    * an idempotency claim of their organization (services/idempotency.ts).
    */
-  async writeForwarded(drafts: EventDraft[], keyHash: string, capExempt: boolean): Promise<EventDoc[]> {
-    if (capExempt && !(await this.claimed(drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: a cap exemption that no idempotency claim backs');
-    return this.writer.writeAll(drafts, keyHash, capExempt);
+  async writeForwarded(unit: WriteUnit): Promise<EventDoc[]> {
+    if (unit.capExempt && !(await this.claimed(unit.drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: a cap exemption that no idempotency claim backs');
+    return this.writer.write(unit);
   }
 
   /** Whether the drafts are events an idempotency claim of their organization names. */

@@ -9,12 +9,15 @@
  * background audit runs inside the server).
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import type { Collections } from '../db/database';
-import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
+import { checkpointProblem } from '../domain/ledger/checkpoint';
+import { eventLeafHash } from '../domain/ledger/eventHash';
 import { RootAccumulator } from '../domain/ledger/merkle';
-import { openNote, type Verifier } from '../domain/ledger/note';
-import { eventHashOf, leafHashAt } from './ledger';
-import { TileReader, TILE_WIDTH } from './tiles';
+import type { Verifier } from '../domain/ledger/note';
+import { TILE_WIDTH } from '../domain/ledger/tiles';
+import { eventSha256OfDoc } from '../db/documents';
+import type { TenantLedgerStore } from '../db/ledgerStore';
+import { logOrigin } from './integrator';
+import { TileReader } from './tileReader';
 
 /** How far from its signed place a moved event is looked for; one moved further is reported as an edit. */
 const MOVE_WINDOW = 256;
@@ -44,30 +47,25 @@ export interface AuditReport {
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export async function auditLog(c: Collections, tenant: string, verifier: Verifier | null, now: Date = new Date()): Promise<AuditReport> {
+/** Audits the log of `store`'s organization; `verifier`: the installation's key, when known (its name is the ledger's). */
+export async function auditLog(store: TenantLedgerStore, verifier: Verifier | null, now: Date = new Date()): Promise<AuditReport> {
+  const tenant = store.tenant;
   const findings: Finding[] = [];
 
   // Every checkpoint's signature, when the key is known, and its origin; the newest is the anchor.
   let newest: { size: number; root: string } | null = null;
   let checkpoints = 0;
-  for await (const checkpoint of c.ledgerCheckpoints.find({ tenant }).sort({ size: -1 })) {
+  for await (const checkpoint of store.checkpointsNewestFirst()) {
     checkpoints++;
     newest ??= checkpoint;
-    if (!verifier) continue;
-    try {
-      const parsed = parseCheckpoint(openNote(checkpoint.note, verifier));
-      if (parsed.size !== checkpoint.size || toBase64(parsed.root) !== checkpoint.root || !parsed.origin.endsWith(`/${tenant}`)) {
-        findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: its stored size or root differs from what was signed` });
-      }
-    } catch (error) {
-      findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: ${message(error)}` });
-    }
+    const problem = verifier && checkpointProblem(checkpoint, logOrigin(verifier.name, tenant), verifier);
+    if (problem) findings.push({ kind: 'checkpoint', detail: `checkpoint ${checkpoint.size}: ${problem}` });
   }
   const size = newest?.size ?? 0;
   const signedRoot = newest ? Buffer.from(newest.root, 'base64') : null;
 
   // The signed leaves, from the tiles, once they give the signed root (read tile by tile).
-  const reader = new TileReader(c, tenant);
+  const reader = new TileReader(store);
   const signedTile = (index: number) => reader.tile(0, index, Math.min(TILE_WIDTH, size - index * TILE_WIDTH));
   const signedLeaf = async (i: number) => (await signedTile(Math.floor(i / TILE_WIDTH)))[i % TILE_WIDTH] as Buffer;
   let tilesTrusted = false;
@@ -103,7 +101,7 @@ export async function auditLog(c: Collections, tenant: string, verifier: Verifie
       if (expected % YIELD_EVERY === 0) await yieldToLoop();
     }
   };
-  for await (const doc of c.events.find({ tenant }).sort({ seq: 1 })) {
+  for await (const doc of store.eventsInOrder()) {
     events++;
     firstReceived ??= doc.received_at;
     if (events % YIELD_EVERY === 0) await yieldToLoop();
@@ -112,8 +110,8 @@ export async function auditLog(c: Collections, tenant: string, verifier: Verifie
     expected = doc.seq + 1;
     if (doc.seq > size) continue;
     const i = doc.seq - 1;
-    const hash = eventHashOf(doc);
-    const leaf = leafHashAt(tenant, doc.seq, hash);
+    const hash = eventSha256OfDoc(doc);
+    const leaf = eventLeafHash(tenant, doc.seq, hash);
     if (!tilesTrusted) {
       if (sequence.whole) fromEvents.push(leaf);
       continue;
@@ -122,7 +120,7 @@ export async function auditLog(c: Collections, tenant: string, verifier: Verifie
     differing.set(i, doc._id);
     // A leaf commits to its position: the event is looked for at the signed leaves around it.
     for (let j = Math.max(0, i - MOVE_WINDOW); j < Math.min(size, i + MOVE_WINDOW + 1); j++) {
-      if (j !== i && leafHashAt(tenant, j + 1, hash).equals(await signedLeaf(j))) {
+      if (j !== i && eventLeafHash(tenant, j + 1, hash).equals(await signedLeaf(j))) {
         movedFrom.set(i, j);
         foundElsewhere.add(j);
         break;

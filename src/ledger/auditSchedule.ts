@@ -4,7 +4,8 @@
  * so an alert on `ledger_audit_findings_total` tells that someone changed the database.
  */
 import type { Logger } from 'pino';
-import type { Collections } from '../db/database';
+import type { LedgerStore } from '../db/ledgerStore';
+import type { OrgRepository } from '../db/orgRepository';
 import type { Verifier } from '../domain/ledger/note';
 import { auditLog } from './audit';
 
@@ -14,7 +15,8 @@ export class AuditSchedule {
   readonly stats = { runs: 0, findings: 0 };
 
   constructor(
-    private readonly c: Collections,
+    private readonly orgs: OrgRepository,
+    private readonly store: LedgerStore,
     private readonly verifier: Verifier | null,
     private readonly log: Logger,
   ) {}
@@ -32,10 +34,9 @@ export class AuditSchedule {
   }
 
   async runOnce(): Promise<void> {
-    const orgs = await this.c.orgs.find({}, { projection: { _id: 1 } }).toArray();
-    for (const { _id: tenant } of orgs) {
+    for (const tenant of await this.orgs.ids()) {
       try {
-        const report = await auditLog(this.c, tenant, this.verifier);
+        const report = await auditLog(this.store.forTenant(tenant), this.verifier);
         this.stats.findings += report.findings.length;
         for (const finding of report.findings) this.log.error({ tenant, finding }, 'ledger audit: the stored events differ from what was signed');
       } catch (error) {

@@ -11,10 +11,14 @@ import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { TokenBuckets } from '../domain/tokenBuckets';
 import { EventWriter } from '../ingest/eventWriter';
+import { EventInserts } from '../db/eventInserts';
+import { EventReader } from '../db/eventReader';
 import { Ingest } from '../ingest/ingest';
 import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
-import { Ledger, type LedgerOptions } from '../ledger/ledger';
+import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
+import { LedgerReader } from '../ledger/reader';
+import { LedgerStore } from '../db/ledgerStore';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
@@ -32,8 +36,8 @@ export interface Services {
   auth: ApiKeyAuthenticator;
   /** Where events are written: here, or forwarded to the instance that writes their organization. */
   ingest: Ingest;
-  /** Each organization's signed Merkle log of its events. */
-  ledger: Ledger;
+  /** Integrates each organization's events into its signed Merkle log (the write side, in rounds). */
+  integrator: LedgerIntegrator;
   /** The ledger's read side for the API: key, checkpoints, proofs. */
   ledgerReads: LedgerService;
   /** The background audit (started by main.ts when LEDGER_AUDIT_INTERVAL_MS is set). */
@@ -65,13 +69,17 @@ export async function createServices(
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const forgetKey = (hash: string) => { auth.forget(hash); };
   // Without options (the admin CLI), the ledger serves reads and never signs.
-  const ledger = new Ledger(c, config.ledger ?? { name: 'unsigned', signer: null, intervalMs: 1000 }, log);
+  const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: 1000 };
+  const ledgerStore = new LedgerStore(c);
+  const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
+  const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
-  const ingest = new Ingest(c, new EventWriter(c, orgs, apiKeys, clock, log, forgetKey, (docs) => { ledger.stored(docs); }), instanceAuth, log, forgetKey, config.ingestWriters);
+  const writer = new EventWriter(new EventInserts(c, log), (tenant) => new EventReader(c, tenant), orgs, apiKeys, clock, log, forgetKey, (docs) => { integrator.stored(docs); });
+  const ingest = new Ingest(c, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits ?? DEFAULT_LIMITS;
   const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
-  const events = new EventService(c, ingest, idempotent, clock, ledger, limits);
+  const events = new EventService(c, ingest, idempotent, clock, integrator, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,
@@ -80,9 +88,9 @@ export async function createServices(
     apiKeys,
     auth,
     ingest,
-    ledger,
-    ledgerReads: new LedgerService(c, ledger, events),
-    ledgerAudit: new AuditSchedule(c, config.ledger?.signer ?? null, log),
+    integrator,
+    ledgerReads: new LedgerService(ledgerReader, events),
+    ledgerAudit: new AuditSchedule(orgs, ledgerStore, config.ledger?.signer ?? null, log),
     events,
     idempotent,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),

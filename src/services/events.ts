@@ -9,7 +9,7 @@ import type { Collections } from '../db/database';
 import { toEvent, type EventDoc } from '../db/documents';
 import { EventReader, type EventQuery } from '../db/eventReader';
 import type { Ingest } from '../ingest/ingest';
-import type { Ledger } from '../ledger/ledger';
+import type { LedgerIntegrator } from '../ledger/integrator';
 import type { ApiKeyPrincipal, Principal } from './auth';
 import { draftsOf, type EventContent, freshStamp, type IdempotentWrites, type WriteKind, type Written } from './idempotency';
 import { ExportSlots } from './exportSlots';
@@ -49,7 +49,7 @@ export class EventService {
     private readonly idempotent: IdempotentWrites,
     private readonly clock: Clock,
     /** Answers each write's ledger receipts. */
-    private readonly ledger: Pick<Ledger, 'receipt'>,
+    private readonly ledger: Pick<LedgerIntegrator, 'receipt'>,
     private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs' | 'batchEvents'>,
   ) {
     this.exportSlots = new ExportSlots(limits.exportsPerOrg);
@@ -83,7 +83,7 @@ export class EventService {
   private store(principal: ApiKeyPrincipal, kind: WriteKind, contents: EventContent[], key: string | undefined): Promise<Written> {
     if (key !== undefined) return this.idempotent.write(principal, key, kind, contents);
     const drafts = draftsOf(principal.tenant, contents, freshStamp(contents.length, this.clock.now(), principal.keyId));
-    return this.ingest.write(drafts, principal.keyHash).then((docs) => ({ docs, replayed: false }));
+    return this.ingest.write({ drafts, keyHash: principal.keyHash, capExempt: false }).then((docs) => ({ docs, replayed: false }));
   }
 
   /** The event a create body describes; a metadata field over its limit is added to `problems`. */

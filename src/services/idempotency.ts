@@ -24,7 +24,7 @@ import type { EventDoc, IdempotencyClaimDoc } from '../db/documents';
 import { EventReader } from '../db/eventReader';
 import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
 import { describeDbError } from '../db/errors';
-import type { EventDraft } from '../ingest/eventWriter';
+import type { EventDraft } from '../ingest/writeUnit';
 import type { Ingest } from '../ingest/ingest';
 import type { ApiKeyPrincipal } from './auth';
 
@@ -140,7 +140,7 @@ export class IdempotentWrites {
       if (await this.claims.claim(claim)) {
         this.stats.claimed++;
         try {
-          return { docs: await this.ingest.write(draftsOf(principal.tenant, contents, stamp), principal.keyHash), replayed: false };
+          return { docs: await this.ingest.write({ drafts: draftsOf(principal.tenant, contents, stamp), keyHash: principal.keyHash, capExempt: false }), replayed: false };
         } catch (error) {
           if (error instanceof AppError && FORGOTTEN_REFUSALS.has(error.code)) {
             // Kept if it cannot be given back: its retry is then judged afresh all the same (it writes
@@ -175,7 +175,8 @@ export class IdempotentWrites {
     if (missing.length === 0) this.stats.replayed++;
     else {
       this.stats.completed++;
-      const written = await this.ingest.write(missing, principal.keyHash, stored.size > 0);
+      // Some stored already: the cap counted the request when it began; its claim backs the exemption.
+      const written = await this.ingest.write({ drafts: missing, keyHash: principal.keyHash, capExempt: stored.size > 0 });
       for (const doc of written) stored.set(doc._id, doc);
     }
     return { docs: claim.event_ids.map((eventId) => stored.get(eventId) as EventDoc), replayed: missing.length === 0 };

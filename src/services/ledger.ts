@@ -5,18 +5,15 @@ import { leafBytes } from '../domain/ledger/eventHash';
 import type { TCheckpoint, TConsistencyProof, TInclusionProof, TLedgerSummary, TSidecarProof } from '../domain/ledger/schemas';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
-import type { EventDoc } from '../db/documents';
+import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import type { EventService } from './events';
-import type { Collections } from '../db/database';
-import type { LedgerCheckpointDoc } from '../db/documents';
-import { EventReader } from '../db/eventReader';
-import { eventHashOf, type Ledger } from '../ledger/ledger';
+import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
 import type { Principal } from './auth';
 
 const b64 = (hash: Buffer) => hash.toString('base64');
 
-function checkpointView(ledger: Ledger, doc: LedgerCheckpointDoc): TCheckpoint {
-  return { origin: ledger.origin(doc.tenant), tree_size: doc.size, root_hash: doc.root, checkpoint: doc.note };
+function checkpointView(log: TenantLedgerReader, doc: LedgerCheckpointDoc): TCheckpoint {
+  return { origin: log.origin, tree_size: doc.size, root_hash: doc.root, checkpoint: doc.note };
 }
 
 function noCheckpoint(message: string, fields?: string[]): AppError {
@@ -25,8 +22,7 @@ function noCheckpoint(message: string, fields?: string[]): AppError {
 
 export class LedgerService {
   constructor(
-    private readonly c: Collections,
-    private readonly ledger: Ledger,
+    private readonly ledger: LedgerReader,
     private readonly events: EventService,
   ) {}
 
@@ -37,40 +33,43 @@ export class LedgerService {
   }
 
   async checkpoint(principal: Principal): Promise<TCheckpoint> {
-    const newest = await this.ledger.newestCheckpoint(principal.tenant);
+    const log = this.ledger.of(principal.tenant);
+    const newest = await log.newest();
     if (!newest) throw noCheckpoint('No checkpoint yet: the organization has no events');
-    return checkpointView(this.ledger, newest);
+    return checkpointView(log, newest);
   }
 
   async summary(principal: Principal): Promise<TLedgerSummary> {
-    const newest = await this.ledger.newestCheckpoint(principal.tenant);
-    return { ...this.key(), checkpoint: newest ? { ...checkpointView(this.ledger, newest), signed_at: newest.created_at.toISOString() } : null };
+    const log = this.ledger.of(principal.tenant);
+    const newest = await log.newest();
+    return { ...this.key(), checkpoint: newest ? { ...checkpointView(log, newest), signed_at: newest.created_at.toISOString() } : null };
   }
 
   /** A signed checkpoint of exactly `size` leaves, or 404. */
-  private async signedOfSize(tenant: string, size: number, field: string): Promise<LedgerCheckpointDoc> {
-    const found = await this.ledger.checkpointOfSize(tenant, size);
+  private async signedOfSize(log: TenantLedgerReader, size: number, field: string): Promise<LedgerCheckpointDoc> {
+    const found = await log.ofSize(size);
     if (!found) throw noCheckpoint(`No checkpoint of size ${size} was signed`, [field]);
     return found;
   }
 
   async proof(principal: Principal, id: string, treeSize: number | undefined): Promise<TInclusionProof> {
     // The event and, unless a size is asked for, the newest checkpoint at once: usually it covers the event.
+    const log = this.ledger.of(principal.tenant);
     const [doc, newest] = await Promise.all([
-      isEventId(id) ? new EventReader(this.c, principal.tenant).get(id) : null,
-      treeSize === undefined ? this.ledger.newestCheckpoint(principal.tenant) : null,
+      isEventId(id) ? this.events.readerFor(principal).get(id) : null,
+      treeSize === undefined ? log.newest() : null,
     ]);
     if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
     const index = doc.seq - 1;
     const checkpoint = treeSize !== undefined
-      ? await this.signedOfSize(principal.tenant, treeSize, 'tree_size')
-      : newest && newest.size > index ? newest : await this.ledger.checkpointCovering(principal.tenant, index);
+      ? await this.signedOfSize(log, treeSize, 'tree_size')
+      : newest && newest.size > index ? newest : await log.covering(index);
     if (!checkpoint) throw noCheckpoint('No checkpoint includes this event yet; retry in a second');
     if (checkpoint.size <= index) {
       throw new AppError('VALIDATION_FAILED', `Invalid request: the tree of size ${checkpoint.size} does not include this event (leaf ${index})`, { fields: ['tree_size'] });
     }
-    const eventSha256 = eventHashOf(doc);
-    const path = await this.ledger.inclusion(principal.tenant, index, checkpoint.size);
+    const eventSha256 = eventSha256OfDoc(doc);
+    const path = await log.inclusion(index, checkpoint.size);
     return {
       event_id: doc._id,
       leaf_index: index,
@@ -89,17 +88,18 @@ export class LedgerService {
    * Holds an export slot while it streams.
    */
   async proofs(principal: Principal, filters: TEventFilters, treeSize: number | undefined): Promise<{ checkpoint: LedgerCheckpointDoc; proofs: AsyncGenerator<TSidecarProof> }> {
+    const log = this.ledger.of(principal.tenant);
     let checkpoint: LedgerCheckpointDoc | null;
-    if (treeSize !== undefined) checkpoint = await this.signedOfSize(principal.tenant, treeSize, 'tree_size');
+    if (treeSize !== undefined) checkpoint = await this.signedOfSize(log, treeSize, 'tree_size');
     else {
-      const head = await new EventReader(this.c, principal.tenant).newestSeq();
-      if (head === 0) throw noCheckpoint('No checkpoint yet: the organization has no events');
-      checkpoint = await this.ledger.checkpointCovering(principal.tenant, head - 1);
+      const newestSeq = await this.events.readerFor(principal).newestSeq();
+      if (newestSeq === 0) throw noCheckpoint('No checkpoint yet: the organization has no events');
+      checkpoint = await log.covering(newestSeq - 1);
       if (!checkpoint) throw noCheckpoint('No checkpoint includes the newest events yet; retry in a second');
     }
     const { docs } = await this.events.export(principal, filters, checkpoint.size);
     const size = checkpoint.size;
-    const nodes = this.ledger.nodes(principal.tenant, size);
+    const nodes = log.nodes(size);
     async function* prove(): AsyncGenerator<TSidecarProof> {
       for await (const doc of docs as AsyncIterable<EventDoc>) {
         const index = doc.seq - 1;
@@ -110,10 +110,11 @@ export class LedgerService {
   }
 
   async consistency(principal: Principal, from: number, to: number | undefined): Promise<TConsistencyProof> {
-    const target = to === undefined ? await this.ledger.newestCheckpoint(principal.tenant) : await this.signedOfSize(principal.tenant, to, 'to');
+    const log = this.ledger.of(principal.tenant);
+    const target = to === undefined ? await log.newest() : await this.signedOfSize(log, to, 'to');
     if (!target) throw noCheckpoint('No checkpoint yet: the organization has no events');
     if (from > target.size) throw new AppError('VALIDATION_FAILED', `Invalid request: from (${from}) must not be larger than to (${target.size})`, { fields: ['from'] });
-    const proof = await this.ledger.consistency(principal.tenant, from, target.size);
+    const proof = await log.consistency(from, target.size);
     return { from, to: target.size, proof: proof.map(b64), checkpoint: target.note };
   }
 }

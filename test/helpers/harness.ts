@@ -99,7 +99,7 @@ export async function startTestApp(options: {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200 };
   const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits, ledger }, clock, log, { throttle: options.throttle });
-  services.ledger.start();
+  services.integrator.start();
   const http = createHttpApp(services, options.http);
   const { server, url } = await listenOnFreePort(http.listener);
 
@@ -124,7 +124,7 @@ export async function startTestApp(options: {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
       await services.ingest.idle();
-      await services.ledger.stop();
+      await services.integrator.stop();
       if (!options.sharedDbName) await db.dropDatabase().catch(() => undefined);
       await client.close();
       if (queryProblems.size) throw new Error(`queries no declared index serves:\n${[...queryProblems].join('\n')}`);

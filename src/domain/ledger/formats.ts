@@ -5,6 +5,7 @@
  * the dashboard (WebCrypto), so the browser checks exactly what the server writes.
  */
 import canonicalize from 'canonicalize';
+import type { TEvent } from '../event';
 
 export const LEAF_VERSION = 1;
 export const ALG_ED25519 = 0x01;
@@ -33,6 +34,24 @@ export function canonicalJson(value: unknown): string {
   const text = canonicalize(value);
   if (text === undefined) throw new TypeError('this value has no JSON form');
   return text;
+}
+
+/**
+ * The text the ledger hashes for an event: the RFC 8785 canonical JSON of the event exactly as
+ * `GET /v1/events/:id` returns it. The twelve keys are fixed, so their canonical order is written out
+ * here and only the metadata (given as the JSON text it is stored as) goes through the canonicalizer,
+ * none at all when it is empty: on the ingest path of every event. A test holds it equal to
+ * `canonicalJson(event)` for every kind of metadata.
+ */
+export function canonicalEventText(event: Omit<TEvent, 'metadata'>, metadataJson: string): string {
+  const s = JSON.stringify;
+  const metadata = metadataJson === '{}' ? '{}' : canonicalJson(JSON.parse(metadataJson));
+  return (
+    `{"action":${s(event.action)},"actor_email":${s(event.actor_email)},"actor_id":${s(event.actor_id)},` +
+    `"actor_name":${s(event.actor_name)},"api_key_id":${s(event.api_key_id)},"id":${s(event.id)},"metadata":${metadata},` +
+    `"organization_id":${s(event.organization_id)},"resource_id":${s(event.resource_id)},"resource_name":${s(event.resource_name)},` +
+    `"resource_type":${s(event.resource_type)},"timestamp":${s(event.timestamp)}}`
+  );
 }
 
 /**

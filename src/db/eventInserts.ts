@@ -1,0 +1,128 @@
+/**
+ * The writer's side of the events collection (system-wide: a round holds many organizations' events):
+ * an ordered insert that says exactly which prefix was stored and what stopped the rest, on MongoDB and on
+ * FerretDB alike, and the point reads that find an organization's newest event.
+ */
+import { MongoBulkWriteError, MongoServerError, type WriteError } from 'mongodb';
+import type { Logger } from 'pino';
+import type { Collections } from './database';
+import type { EventDoc } from './documents';
+import { describeDbError, DUPLICATE_KEY, isDatabaseUnreachable, isDuplicateKey } from './errors';
+
+const WRITE_CONCERN = { w: 'majority', j: true } as const;
+
+/** How an insert ended: how many documents (a prefix) were stored, and what stopped the rest. */
+export type InsertOutcome =
+  | { stored: number; stop?: undefined }
+  /** A duplicate key: a lost sequence race, or an event stored already under its id. */
+  | { stored: number; stop: 'duplicate' }
+  /** The prefix is stored and nothing is wrong with the rest: it just was not written yet. */
+  | { stored: number; stop: 'interrupted' }
+  /** The database refused that one document (it never will take it). */
+  | { stored: number; stop: 'refused'; code: unknown }
+  /** Unreachable, or a write concern not met: what was stored is unknown. */
+  | { stored: number; stop: 'unknown'; error: unknown };
+
+/** Where an event sits in its tenant's sequence: what the newest-event search reads. */
+export interface StoredPosition {
+  seq: number;
+  month: string;
+  monthSeq: number;
+}
+
+export class EventInserts {
+  constructor(
+    private readonly c: Collections,
+    private readonly log: Logger,
+  ) {}
+
+  /** Ordered insert: on the first failing document the database stops, so what was stored is a prefix. */
+  async insertInOrder(docs: EventDoc[]): Promise<InsertOutcome> {
+    try {
+      await this.c.events.insertMany(docs, { ordered: true, writeConcern: WRITE_CONCERN });
+      return { stored: docs.length };
+    } catch (error) {
+      if (isDatabaseUnreachable(error)) return { stored: 0, stop: 'unknown', error };
+      if (error instanceof MongoBulkWriteError) {
+        // A write concern not met leaves even the inserted prefix unconfirmed: acknowledge nothing.
+        if (error.result.getWriteConcernError()) return { stored: 0, stop: 'unknown', error };
+        const first: WriteError | undefined = [error.writeErrors].flat()[0];
+        // FerretDB's duplicate-key message does not name the index: the writer tells a lost race from
+        // an id stored already by looking the ids up.
+        if (first) return first.code === DUPLICATE_KEY ? { stored: first.index, stop: 'duplicate' } : { stored: first.index, stop: 'refused', code: first.code };
+      }
+      if (isDuplicateKey(error)) return { stored: 0, stop: 'duplicate' };
+      if (error instanceof MongoServerError) return this.reconcile(docs, error);
+      return { stored: 0, stop: 'unknown', error };
+    }
+  }
+
+  /**
+   * After a server error that names no document, finds out what happened. FerretDB answers a document
+   * that PostgreSQL refuses (a NUL in a string, say) this way, having stored the documents before it
+   * while reporting none. What is stored is read back (our own ids), and the first event that is not
+   * stored is tried once more on its own: only if it fails again, for a reason that is neither a lost
+   * race nor an unreachable database, is it the one refused.
+   */
+  private async reconcile(docs: EventDoc[], error: MongoServerError): Promise<InsertOutcome> {
+    try {
+      const tenants = [...new Set(docs.map((doc) => doc.tenant))];
+      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1, seq: 1 } }).toArray();
+      // Stored by this insert only where the number is ours too: the same id at another number was
+      // stored before (a retried event), which the duplicate path answers with the stored event.
+      const storedAt = new Map(found.map((doc) => [doc._id, doc.seq]));
+      let stored = 0;
+      while (stored < docs.length && storedAt.get((docs[stored] as EventDoc)._id) === (docs[stored] as EventDoc).seq) stored++;
+      const suspect = docs[stored];
+      if (!suspect) return { stored };
+      if (storedAt.has(suspect._id)) return { stored, stop: 'duplicate' };
+      try {
+        await this.c.events.insertOne(suspect, { writeConcern: WRITE_CONCERN });
+        return stored + 1 < docs.length ? { stored: stored + 1, stop: 'interrupted' } : { stored: stored + 1 };
+      } catch (again) {
+        if (isDatabaseUnreachable(again)) return { stored, stop: 'unknown', error: again };
+        if (isDuplicateKey(again)) return { stored, stop: 'duplicate' };
+        return { stored, stop: 'refused', code: again instanceof MongoServerError ? again.code : undefined };
+      }
+    } catch (readError) {
+      this.log.error({ error: describeDbError(readError) }, 'could not read back a failed insert');
+      return { stored: 0, stop: 'unknown', error };
+    }
+  }
+
+  /** The position of `tenant`'s event at `seq`, or null when the number is free. A point read. */
+  async at(tenant: string, seq: number): Promise<StoredPosition | null> {
+    const doc = await this.c.events.findOne({ tenant, seq }, { projection: { _id: 0, seq: 1, month: 1, month_seq: 1 } });
+    return doc ? { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq } : null;
+  }
+
+  /**
+   * `tenant`'s newest event (null: none). The sequence is gapless, so "taken" holds for every number up
+   * to the newest and for none above it: gallop up from `taken`, a number known taken (0: none known),
+   * until one is free, then bisect. O(log distance) point reads, each served by the (tenant, seq) index;
+   * usually two, since the hint is the last number the writer saw. Never a sorted query.
+   */
+  async newest(tenant: string, taken: number): Promise<StoredPosition | null> {
+    const [known, next] = await Promise.all([taken > 0 ? this.at(tenant, taken) : null, this.at(tenant, taken + 1)]);
+    // The hint is gone (events deleted behind the service's back): start from nothing.
+    if (taken > 0 && !known) return this.newest(tenant, 0);
+    let low = next ?? known;
+    if (!low) return null;
+    let free = low.seq + 1;
+    for (let step = 2; next; step *= 2) {
+      const found = await this.at(tenant, low.seq + step);
+      if (!found) {
+        free = low.seq + step;
+        break;
+      }
+      low = found;
+    }
+    while (free - low.seq > 1) {
+      const mid: number = low.seq + Math.floor((free - low.seq) / 2);
+      const found = await this.at(tenant, mid);
+      if (found) low = found;
+      else free = mid;
+    }
+    return low;
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The ledger's documents: tiles, checkpoints and each organization's head (the size of its newest
+ * checkpoint, `ledger_heads`). `TenantLedgerStore` is bound to one organization: what requests, the
+ * audit and a reseal read and write. `LedgerStore` is the system-wide side the integrator's round uses:
+ * every call covers all the organizations due in that round, one command per collection, and reports
+ * per document what failed, so one organization's failure stays its own.
+ */
+import { type AnyBulkWriteOperation, Binary, MongoBulkWriteError, type WriteError } from 'mongodb';
+import type { Collections } from './database';
+import type { EventDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc } from './documents';
+import { DUPLICATE_KEY } from './errors';
+import { type Tile, tileId, tileKey } from '../domain/ledger/tiles';
+
+/** A tile of `tenant`'s log as its document: one per width the tile had. */
+export function tileDoc(tenant: string, { level, index, hashes }: Tile): LedgerTileDoc {
+  return { _id: tileId(tenant, level, index, hashes.length), tenant, tile: tileKey(tenant, level, index), width: hashes.length, hashes: new Binary(Buffer.concat(hashes)) };
+}
+
+const DURABLE = { writeConcern: { w: 'majority' as const, j: true } };
+
+/** The checkpoint of `tenant`'s log of `size` leaves has this id, whoever signs it. */
+export function checkpointId(tenant: string, size: number): string {
+  return `${tenant}/${size}`;
+}
+
+/** The positions of a bulk write's documents the database refused, by error code; throws when the whole write failed. */
+function refusals(error: unknown): Map<number, number | undefined> {
+  if (error instanceof MongoBulkWriteError && !error.result.getWriteConcernError()) {
+    const errors: WriteError[] = [error.writeErrors].flat();
+    if (errors.length > 0) return new Map(errors.map((e) => [e.index, e.code]));
+  }
+  throw error;
+}
+
+export class TenantLedgerStore {
+  constructor(
+    private readonly c: Collections,
+    readonly tenant: string,
+  ) {}
+
+  /** The size of the newest checkpoint as the head says (0: none, or no head yet). */
+  async headSize(): Promise<number | null> {
+    return (await this.c.ledgerHeads.findOne({ _id: this.tenant }))?.size ?? null;
+  }
+
+  checkpointOfSize(size: number): Promise<LedgerCheckpointDoc | null> {
+    return this.c.ledgerCheckpoints.findOne({ _id: checkpointId(this.tenant, size) });
+  }
+
+  /** The newest stored checkpoint by a sorted read (FerretDB: a scan of the log's checkpoints), not through the head. */
+  newestBySize(): Promise<LedgerCheckpointDoc | null> {
+    return this.c.ledgerCheckpoints.findOne({ tenant: this.tenant }, { sort: { size: -1 } });
+  }
+
+  /** Every stored checkpoint, newest first (the audit, a reseal). */
+  checkpointsNewestFirst(): AsyncIterable<LedgerCheckpointDoc> {
+    return this.c.ledgerCheckpoints.find({ tenant: this.tenant }).sort({ size: -1 });
+  }
+
+  /** The first stored of these tile ids. */
+  async tile(ids: readonly string[]): Promise<LedgerTileDoc | null> {
+    for (const id of ids) {
+      const doc = await this.c.ledgerTiles.findOne({ _id: id, tenant: this.tenant });
+      if (doc) return doc;
+    }
+    return null;
+  }
+
+  /** The organization's events in sequence order (the audit, a reseal). */
+  eventsInOrder(): AsyncIterable<EventDoc> {
+    return this.c.events.find({ tenant: this.tenant }).sort({ seq: 1 });
+  }
+
+  /** Events with from ≤ seq ≤ to, in order: the ones a round was not handed. */
+  eventsBetween(from: number, to: number): Promise<EventDoc[]> {
+    return this.c.events.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }).sort({ seq: 1 }).toArray();
+  }
+
+  /** A reseal's writes: planted checkpoints out, the rebuilt tiles and checkpoint in, the head set (not raised). */
+  async replaceLog(planted: readonly string[], tiles: readonly LedgerTileDoc[], checkpoint: LedgerCheckpointDoc): Promise<void> {
+    if (planted.length) await this.c.ledgerCheckpoints.deleteMany({ tenant: this.tenant, _id: { $in: [...planted] } }, DURABLE);
+    for (const doc of tiles) await this.c.ledgerTiles.replaceOne({ _id: doc._id }, doc, { upsert: true, ...DURABLE });
+    await this.c.ledgerCheckpoints.replaceOne({ _id: checkpoint._id }, checkpoint, { upsert: true, ...DURABLE });
+    await this.c.ledgerHeads.updateOne({ _id: this.tenant }, { $set: { size: checkpoint.size } }, { upsert: true, ...DURABLE });
+  }
+}
+
+/** The integrator's side: the writes and reads of one round, for all of its organizations at once. */
+export class LedgerStore {
+  constructor(private readonly c: Collections) {}
+
+  forTenant(tenant: string): TenantLedgerStore {
+    return new TenantLedgerStore(this.c, tenant);
+  }
+
+  /** The heads of these organizations, in one read. */
+  async heads(tenants: readonly string[]): Promise<Map<string, number>> {
+    if (tenants.length === 0) return new Map();
+    const docs = await this.c.ledgerHeads.find({ _id: { $in: [...tenants] } }).toArray();
+    return new Map(docs.map((doc) => [doc._id, doc.size]));
+  }
+
+  /** These checkpoints, by id, in one read. */
+  async checkpoints(ids: readonly string[]): Promise<Map<string, LedgerCheckpointDoc>> {
+    if (ids.length === 0) return new Map();
+    const docs = await this.c.ledgerCheckpoints.find({ _id: { $in: [...ids] } }).toArray();
+    return new Map(docs.map((doc) => [doc._id, doc]));
+  }
+
+  /**
+   * Inserts tiles; one stored already (the same id names the same hashes) counts as written. Returns
+   * the positions of those the database refused for another reason.
+   */
+  async insertTiles(docs: readonly LedgerTileDoc[]): Promise<Set<number>> {
+    if (docs.length === 0) return new Set();
+    try {
+      await this.c.ledgerTiles.insertMany([...docs], { ordered: false, ...DURABLE });
+      return new Set();
+    } catch (error) {
+      return new Set([...refusals(error)].filter(([, code]) => code !== DUPLICATE_KEY).map(([index]) => index));
+    }
+  }
+
+  /** Inserts checkpoints; returns the positions found taken already (another signer, or an earlier try) and those refused. */
+  async insertCheckpoints(docs: readonly LedgerCheckpointDoc[]): Promise<{ taken: Set<number>; refused: Set<number> }> {
+    const taken = new Set<number>();
+    const refused = new Set<number>();
+    if (docs.length === 0) return { taken, refused };
+    try {
+      await this.c.ledgerCheckpoints.insertMany([...docs], { ordered: false, ...DURABLE });
+    } catch (error) {
+      for (const [index, code] of refusals(error)) (code === DUPLICATE_KEY ? taken : refused).add(index);
+    }
+    return { taken, refused };
+  }
+
+  /**
+   * Moves heads up (never down: instances may finish rounds out of order), in one write. A first upsert
+   * that raced another (FerretDB's upsert is not atomic) is refused as a duplicate; then the document
+   * exists, and the second try updates it.
+   */
+  async raiseHeads(sizes: ReadonlyMap<string, number>): Promise<void> {
+    const ops = (tenants: readonly string[]): AnyBulkWriteOperation<LedgerHeadDoc>[] =>
+      tenants.map((tenant) => ({ updateOne: { filter: { _id: tenant }, update: { $max: { size: sizes.get(tenant) ?? 0 } }, upsert: true } }));
+    const tenants = [...sizes.keys()];
+    if (tenants.length === 0) return;
+    try {
+      await this.c.ledgerHeads.bulkWrite(ops(tenants), { ordered: false, ...DURABLE });
+    } catch (error) {
+      const failed = refusals(error);
+      if ([...failed.values()].some((code) => code !== DUPLICATE_KEY)) throw error;
+      await this.c.ledgerHeads.bulkWrite(ops([...failed.keys()].map((index) => tenants[index] as string)), { ordered: false, ...DURABLE });
+    }
+  }
+
+  /**
+   * Deletes the partial versions of tiles now full, in one write: the full tile's prefix serves every
+   * tree they served. Without this, a log growing by a few events per round would keep a partial tile per
+   * round, some KiB each, for ever.
+   */
+  async deletePartialTiles(tiles: readonly { tenant: string; tile: string }[], fullWidth: number): Promise<void> {
+    if (tiles.length === 0) return;
+    await this.c.ledgerTiles.bulkWrite(tiles.map(({ tenant, tile }) => ({ deleteMany: { filter: { tenant, tile, width: { $lt: fullWidth } } } })), { ordered: false });
+  }
+}

@@ -1,0 +1,503 @@
+/**
+ * The ledger's write side: each organization's events, in sequence order, become the leaves of an RFC
+ * 6962 Merkle tree (leaf index = seq − 1), stored as tiles, with signed checkpoints.
+ *
+ * Integration runs in the background on the instance that writes an organization's events (it is
+ * handed them as they are stored; any it was not handed, written elsewhere or before a restart, it
+ * reads back by sequence number). No request waits for it. Every LEDGER_CHECKPOINT_INTERVAL_MS, one
+ * round integrates every organization with something to integrate: one read of their heads, one
+ * insert of all their tiles, one of all their checkpoints, one write raising the heads, whether one
+ * organization is due or a thousand. What fails for one organization (a refused document, a halt, a
+ * missing event) stays with it; the others' round goes on.
+ *
+ * The tree is a function of the stored events alone, and every write is an insert of a document whose
+ * id names its content (a tile at a width, a checkpoint at a size): two instances that integrate the
+ * same organization write the same documents, and Ed25519 is deterministic, so they sign the same
+ * checkpoints. The service never signs two checkpoints inconsistent with each other unless the stored
+ * events were changed behind its back, and then it refuses to sign (a halt: README, "Trust model").
+ */
+import type { Logger } from 'pino';
+import { checkpointProblem } from '../domain/ledger/checkpoint';
+import { eventLeafHash } from '../domain/ledger/eventHash';
+import { checkpointText } from '../domain/ledger/formats';
+import { nodesOf, rootHash } from '../domain/ledger/merkle';
+import { signNote, type Signer } from '../domain/ledger/note';
+import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WIDTH } from '../domain/ledger/tiles';
+import type { Clock } from '../domain/time';
+import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { describeDbError } from '../db/errors';
+import { checkpointId, type LedgerStore, tileDoc } from '../db/ledgerStore';
+import { MissingTile, TileReader } from './tileReader';
+
+/** Events integrated for one organization in one round; the rest waits for the next round. */
+const MAX_ROUND = 20_000;
+/** A log with nothing to integrate for this long is forgotten here (its edge tiles are some KiB each). */
+const IDLE_MS = 60_000;
+/** A halted log is looked at again this often: an operator's `ledger reseal` elsewhere resumes it. */
+const HALT_RECHECK_MS = 30_000;
+
+/**
+ * The ledger state of an organization cannot be trusted, so nothing more is signed for it: a stored
+ * checkpoint that this installation's key did not sign, tiles that do not give a signed root, a stored
+ * checkpoint with another root than the stored events give, or events that no signed checkpoint covers
+ * and that this instance did not store itself (the ledger state was deleted, or the events written behind
+ * the service's back). Only an operator's `ledger reseal` starts it again.
+ */
+export class LedgerHalt extends Error {
+  override readonly name = 'LedgerHalt';
+}
+
+/** A log with no checkpoint yet whose first events were stored by another instance: that one begins it. */
+class NotBegunHere extends Error {
+  override readonly name = 'NotBegunHere';
+}
+
+export interface LedgerOptions {
+  /** The key name (LEDGER_NAME); an organization's log is `<name>/<organization id>`. */
+  name: string;
+  /** Null where nothing is ever signed (the admin CLI). */
+  signer: Signer | null;
+  intervalMs: number;
+}
+
+/** What a write answers about each event: its place in the log and the hash the leaf commits to. */
+export interface Receipt {
+  leaf_index: number;
+  event_sha256: string;
+}
+
+/** The origin line of `tenant`'s log in an installation whose ledger is called `name`. */
+export function logOrigin(name: string, tenant: string): string {
+  return `${name}/${tenant}`;
+}
+
+interface LogState {
+  /** Leaves integrated: the size of the newest checkpoint this instance signed or loaded. */
+  size: number;
+  /** Per tile level, the hashes of the partial tile at the tree's right edge. */
+  edges: Buffer[][];
+  /**
+   * The event hashes (hex) of events stored here and not integrated yet, by seq: not the documents,
+   * which would otherwise live a second longer than their request. Their leaves are hashed by the round;
+   * their receipts read the hash from here.
+   */
+  pending: Map<number, string>;
+  /** The highest seq known stored: the round integrates up to it. */
+  storedTo: number;
+  loaded: boolean;
+  /** When events were last handed over (ms): a log idle for IDLE_MS is dropped, and reloaded when needed. */
+  active: number;
+  /** Why nothing more is signed for this log (LedgerHalt), and since when (ms); null while it integrates. */
+  halted: { reason: string; at: number } | null;
+}
+
+/** One log's part of a round, once its leaves are hashed: what it will write. */
+interface Plan {
+  tenant: string;
+  state: LogState;
+  extension: Extension;
+  checkpoint: LedgerCheckpointDoc;
+}
+
+export class LedgerIntegrator {
+  private readonly logs = new Map<string, LogState>();
+  private timer: NodeJS.Timeout | null = null;
+  private readonly counts = { checkpoints: 0, failures: 0, conflicts: 0 };
+  /** The round running now, and the one asked for while it runs (it starts when this one ends). */
+  private current: Promise<Map<string, Error>> | null = null;
+  private queued: Promise<Map<string, Error>> | null = null;
+  /** Logs a round must look at even with nothing new: halted ones to recheck, ones a reader asked for. */
+  private readonly asked = new Set<string>();
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly options: LedgerOptions,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** Checkpoints signed, rounds failed, halts (counted each time a log halts), and the logs halted now (metrics). */
+  get stats(): { checkpoints: number; failures: number; conflicts: number; halted: number } {
+    let halted = 0;
+    for (const state of this.logs.values()) if (state.halted) halted++;
+    return { ...this.counts, halted };
+  }
+
+  origin(tenant: string): string {
+    return logOrigin(this.options.name, tenant);
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => { this.tick(); }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the cadence and integrates what was stored here, once. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.nextRound().catch(() => undefined);
+  }
+
+  /** Told by the writer about events it stored. */
+  stored(docs: readonly EventDoc[]): void {
+    const now = this.now();
+    for (const doc of docs) {
+      const state = this.state(doc.tenant);
+      state.active = now;
+      // A halted log keeps nothing more in memory: once resealed, it reads its events back.
+      if (!state.halted) state.pending.set(doc.seq, eventSha256OfDoc(doc));
+      if (doc.seq > state.storedTo) state.storedTo = doc.seq;
+    }
+  }
+
+  /**
+   * What a write answers about a stored event. An event stored here is hashed once: its hash waits in
+   * `pending` (a tenant's seq names one event); others (a replay, an event stored elsewhere) are hashed now.
+   */
+  receipt(doc: EventDoc): Receipt {
+    return { leaf_index: doc.seq - 1, event_sha256: this.logs.get(doc.tenant)?.pending.get(doc.seq) ?? eventSha256OfDoc(doc) };
+  }
+
+  /** Why `tenant`'s log is halted on this instance, or null. */
+  haltedReason(tenant: string): string | null {
+    return this.logs.get(tenant)?.halted?.reason ?? null;
+  }
+
+  /**
+   * Integrates `tenant`'s log now, up to at least `storedTo` (a reader waiting for a checkpoint that
+   * the instance that should have signed did not), together with every other log due. `recheck`: look
+   * at a halted log again (it resumes if its state is sound). Rejects with that log's failure.
+   */
+  async integrate(tenant: string, options: { storedTo?: number; recheck?: boolean } = {}): Promise<void> {
+    if (!this.options.signer) throw new Error('this process has no ledger signing key');
+    const state = this.state(tenant);
+    if (state.halted && !options.recheck) return;
+    if (options.storedTo !== undefined && options.storedTo > state.storedTo) state.storedTo = options.storedTo;
+    this.asked.add(tenant);
+    const failure = (await this.nextRound()).get(tenant);
+    if (failure !== undefined) throw failure;
+  }
+
+  private now(): number {
+    return this.clock.now().getTime();
+  }
+
+  private state(tenant: string): LogState {
+    let state = this.logs.get(tenant);
+    if (!state) {
+      state = { size: 0, edges: [], pending: new Map(), storedTo: 0, loaded: false, active: this.now(), halted: null };
+      this.logs.set(tenant, state);
+    }
+    return state;
+  }
+
+  private tick(): void {
+    if (this.current || this.queued) return;
+    const now = this.now();
+    for (const [tenant, state] of this.logs) {
+      if (state.halted) {
+        if (now - state.halted.at >= HALT_RECHECK_MS) this.asked.add(tenant);
+      } else if (state.storedTo <= state.size && now - state.active > IDLE_MS) this.logs.delete(tenant);
+    }
+    void this.nextRound().catch(() => undefined);
+  }
+
+  /** A round that starts after this call: the running one's successor, shared by everyone who asks meanwhile. */
+  private nextRound(): Promise<Map<string, Error>> {
+    this.queued ??= (this.current ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = null;
+        this.current = this.round().finally(() => {
+          this.current = null;
+        });
+        return this.current;
+      });
+    return this.queued;
+  }
+
+  /** One round over every log due; returns the failure of each log that failed (a halt is not one). */
+  private async round(): Promise<Map<string, Error>> {
+    const signer = this.options.signer;
+    const failures = new Map<string, Error>();
+    if (!signer) return failures;
+    const asked = new Set(this.asked);
+    this.asked.clear();
+    const due = [...this.logs].filter(([tenant, s]) => asked.has(tenant) || (!s.halted && (s.storedTo > s.size || !s.loaded))).map(([tenant]) => tenant);
+    if (due.length === 0) return failures;
+    const fail = (tenant: string, error: unknown) => {
+      const state = this.state(tenant);
+      state.loaded = false;
+      if (error instanceof NotBegunHere) return;
+      if (error instanceof LedgerHalt) {
+        this.halt(tenant, state, error.message);
+        return;
+      }
+      this.counts.failures++;
+      this.log.error({ tenant, error: describeDbError(error) }, 'ledger integration failed; retried next round');
+      failures.set(tenant, error instanceof Error ? error : new Error('ledger integration failed'));
+    };
+
+    let heads: Map<string, number>;
+    try {
+      heads = await this.store.heads(due);
+    } catch (error) {
+      for (const tenant of due) fail(tenant, error);
+      return failures;
+    }
+    // Build on the newest checkpoint: at a load (a restart, another instance's log) or when another
+    // instance signed further than this one. Each is verified before anything is built on it.
+    const loading = due.filter((tenant) => {
+      const state = this.state(tenant);
+      return !state.loaded || (heads.get(tenant) ?? 0) > state.size;
+    });
+    await this.load(loading, heads, fail);
+
+    const plans: Plan[] = [];
+    // A head behind what this instance signed: FerretDB lost a raise to a concurrent one (it writes back
+    // the whole document an update read, so of two `$max` at once the lower may win). Put it right.
+    const raises = new Map<string, number>();
+    await Promise.all(due.map(async (tenant) => {
+      const state = this.state(tenant);
+      if (!state.loaded) return;
+      if ((heads.get(tenant) ?? 0) < state.size) raises.set(tenant, state.size);
+      if (state.storedTo <= state.size) return;
+      try {
+        plans.push(this.plan(tenant, state, await this.leaves(tenant, state), signer));
+      } catch (error) {
+        fail(tenant, error);
+      }
+    }));
+
+    const signed = await this.write(plans, fail);
+    for (const plan of signed) raises.set(plan.tenant, plan.extension.size);
+    try {
+      await this.store.raiseHeads(raises);
+    } catch (error) {
+      for (const plan of signed) fail(plan.tenant, error);
+      return this.finish(failures, asked);
+    }
+    const filled: { tenant: string; tile: string }[] = [];
+    for (const { tenant, state, extension } of signed) {
+      if (state.halted) this.log.warn({ tenant }, 'ledger integration resumed: the stored ledger state is sound again');
+      state.halted = null;
+      state.size = extension.size;
+      state.edges = extension.edges;
+      for (const seq of [...state.pending.keys()]) if (seq <= extension.size) state.pending.delete(seq);
+      for (const { level, index } of extension.filled) filled.push({ tenant, tile: tileKey(tenant, level, index) });
+    }
+    // A failure leaves only garbage (partial tiles a full one serves too): logged.
+    await this.store.deletePartialTiles(filled, TILE_WIDTH).catch((error: unknown) => {
+      this.log.warn({ tiles: filled.length, error: describeDbError(error) }, 'could not delete the partial versions of full ledger tiles');
+    });
+    return this.finish(failures, asked);
+  }
+
+  /** A halted log that was asked for and did not halt again is sound: it resumes. */
+  private finish(failures: Map<string, Error>, asked: Set<string>): Map<string, Error> {
+    for (const tenant of asked) {
+      const state = this.logs.get(tenant);
+      if (state?.halted && state.loaded && !failures.has(tenant)) {
+        this.log.warn({ tenant }, 'ledger integration resumed: the stored ledger state is sound again');
+        state.halted = null;
+      }
+    }
+    return failures;
+  }
+
+  /** Stops integrating `tenant`: logged at error level and counted when it starts, or for another reason. */
+  private halt(tenant: string, state: LogState, reason: string): void {
+    if (state.halted?.reason !== reason) {
+      this.counts.conflicts++;
+      this.log.error({ tenant, reason }, 'ledger integration HALTED for this organization: nothing more is signed for it until an operator runs `ledger reseal` (run `ledger audit` first)');
+    }
+    state.halted = { reason, at: this.now() };
+    state.pending.clear();
+  }
+
+  /**
+   * Picks up the tree of each log's newest checkpoint (another instance's, or this one's before a
+   * restart). The checkpoints the heads name are read at once; a log loaded afresh also gets a sorted
+   * read, so that a head set back (or deleted) cannot make this instance build on an older tree than one
+   * it can find signed.
+   */
+  private async load(tenants: string[], heads: Map<string, number>, fail: (tenant: string, error: unknown) => void): Promise<void> {
+    if (tenants.length === 0) return;
+    let named: Map<string, LedgerCheckpointDoc>;
+    try {
+      named = await this.store.checkpoints(tenants.filter((t) => heads.has(t)).map((t) => checkpointId(t, heads.get(t) ?? 0)));
+    } catch (error) {
+      for (const tenant of tenants) fail(tenant, error);
+      return;
+    }
+    await Promise.all(tenants.map(async (tenant) => {
+      const state = this.state(tenant);
+      try {
+        let newest = named.get(checkpointId(tenant, heads.get(tenant) ?? 0)) ?? null;
+        if (!state.loaded) {
+          const sorted = await this.store.forTenant(tenant).newestBySize();
+          if (sorted && sorted.size > (newest?.size ?? 0)) newest = sorted;
+        }
+        if (newest) this.verify(tenant, newest);
+        const size = newest?.size ?? 0;
+        const reader = new TileReader(this.store.forTenant(tenant));
+        const edges: Buffer[][] = [];
+        let root: Buffer | null = null;
+        try {
+          for (let level = 0; entriesAt(size, level) > 0; level++) {
+            const count = entriesAt(size, level);
+            const width = count % TILE_WIDTH;
+            edges.push(width === 0 ? [] : await reader.tile(level, Math.floor(count / TILE_WIDTH), width));
+          }
+          if (newest) root = await rootHash(reader.nodes(size), size);
+        } catch (error) {
+          if (!(error instanceof MissingTile)) throw error;
+        }
+        if (newest && !root?.equals(Buffer.from(newest.root, 'base64'))) throw new LedgerHalt(`the stored tiles do not give the root of the signed checkpoint of size ${size} (missing or changed)`);
+        state.size = size;
+        state.edges = edges;
+        state.loaded = true;
+        if (size > state.storedTo) state.storedTo = size;
+      } catch (error) {
+        fail(tenant, error);
+      }
+    }));
+  }
+
+  /** The leaf hashes of the log's next events, up to MAX_ROUND: those handed over, the others read back by sequence number. */
+  private async leaves(tenant: string, state: LogState): Promise<Buffer[]> {
+    const to = Math.min(state.storedTo, state.size + MAX_ROUND);
+    const leaves: Buffer[] = [];
+    for (let seq = state.size + 1; seq <= to; seq++) {
+      const eventHash = state.pending.get(seq);
+      if (eventHash) {
+        leaves.push(eventLeafHash(tenant, seq, eventHash));
+        continue;
+      }
+      if (state.size === 0) {
+        // No signed checkpoint anchors this log, and the events that begin it were not stored here.
+        // A log is begun only by the instance that stores its first events; another instance (one that
+        // merely serves a proof) leaves it to that one. Otherwise the ledger state was lost or the events
+        // written behind the service's back: signing them now would seal whatever the database holds.
+        if (state.pending.size === 0) throw new NotBegunHere();
+        throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
+      }
+      const readTo = Math.min(to, seq + 999);
+      const read = await this.store.forTenant(tenant).eventsBetween(seq, readTo);
+      for (const [i, found] of read.entries()) {
+        if (found.seq !== seq + i) throw new Error(`event ${seq + i} of ${tenant} is missing: the sequence has a gap`);
+        leaves.push(eventLeafHash(tenant, found.seq, eventSha256OfDoc(found)));
+      }
+      if (read.length !== readTo - seq + 1) throw new Error(`events ${seq}-${readTo} of ${tenant} are not all stored`);
+      seq = readTo;
+    }
+    return leaves;
+  }
+
+  /** The log's next tree in memory: its tiles, root and signed checkpoint. */
+  private plan(tenant: string, state: LogState, leaves: Buffer[], signer: Signer): Plan {
+    const extension = extend(state.size, state.edges, leaves);
+    const root = edgeRoot(extension.edges);
+    const note = signNote(checkpointText({ origin: this.origin(tenant), size: extension.size, root }), signer);
+    const checkpoint: LedgerCheckpointDoc = { _id: checkpointId(tenant, extension.size), tenant, size: extension.size, root: root.toString('base64'), note, created_at: this.clock.now() };
+    return { tenant, state, extension, checkpoint };
+  }
+
+  /** The round's writes: every plan's tiles in one insert, then the checkpoints of those whose tiles are all stored. Returns the plans signed. */
+  private async write(plans: Plan[], fail: (tenant: string, error: unknown) => void): Promise<Plan[]> {
+    if (plans.length === 0) return [];
+    const tiles = plans.flatMap((plan) => plan.extension.tiles.map((tile) => ({ plan, doc: tileDoc(plan.tenant, tile) })));
+    let refusedTiles: Set<number>;
+    try {
+      refusedTiles = await this.store.insertTiles(tiles.map((t) => t.doc));
+    } catch (error) {
+      for (const plan of plans) fail(plan.tenant, error);
+      return [];
+    }
+    const tilesRefused = new Set([...refusedTiles].map((index) => (tiles[index] as (typeof tiles)[number]).plan));
+    for (const plan of tilesRefused) fail(plan.tenant, new Error('the database refused a ledger tile'));
+    const ready = plans.filter((plan) => !tilesRefused.has(plan));
+    let outcome: { taken: Set<number>; refused: Set<number> };
+    try {
+      outcome = await this.store.insertCheckpoints(ready.map((plan) => plan.checkpoint));
+    } catch (error) {
+      for (const plan of ready) fail(plan.tenant, error);
+      return [];
+    }
+    // Signed already, by another instance or before a restart: it must be this very tree.
+    const taken = ready.filter((_, i) => outcome.taken.has(i));
+    let stored = new Map<string, LedgerCheckpointDoc>();
+    try {
+      stored = await this.store.checkpoints(taken.map((plan) => plan.checkpoint._id));
+    } catch (error) {
+      for (const plan of taken) fail(plan.tenant, error);
+      return ready.filter((_, i) => !outcome.taken.has(i) && !outcome.refused.has(i));
+    }
+    const signed: Plan[] = [];
+    ready.forEach((plan, i) => {
+      if (outcome.refused.has(i)) fail(plan.tenant, new Error('the database refused a ledger checkpoint'));
+      else if (outcome.taken.has(i) && stored.get(plan.checkpoint._id)?.root !== plan.checkpoint.root) {
+        fail(plan.tenant, new LedgerHalt(`the stored checkpoint of size ${plan.extension.size} has another root than the stored events give`));
+      } else {
+        if (!outcome.taken.has(i)) this.counts.checkpoints++;
+        signed.push(plan);
+      }
+    });
+    return signed;
+  }
+
+  /**
+   * The operator's way out of a halt (`ledger reseal`): rebuilds the log's tiles from its stored events
+   * and signs their tree, but only as an extension of the newest checkpoint this key signed that can be
+   * found: the events must still give that checkpoint's root, or nothing is written. Checkpoint documents
+   * this key did not sign are deleted. With no signed checkpoint at all, the stored events are sealed as
+   * they are: that is the operator's decision, and it is logged. Holds every leaf hash in memory (32 bytes
+   * and a Buffer's overhead per event).
+   */
+  async reseal(tenant: string): Promise<{ anchor: number | null; size: number; planted: number }> {
+    const signer = this.options.signer;
+    if (!signer) throw new Error('resealing needs the ledger signing key');
+    const store = this.store.forTenant(tenant);
+    let anchor: LedgerCheckpointDoc | null = null;
+    const planted: string[] = [];
+    for await (const doc of store.checkpointsNewestFirst()) {
+      try {
+        this.verify(tenant, doc);
+        anchor = doc;
+        break;
+      } catch {
+        planted.push(doc._id);
+      }
+    }
+    const leaves: Buffer[] = [];
+    for await (const doc of store.eventsInOrder()) {
+      if (doc.seq !== leaves.length + 1) break;
+      leaves.push(eventLeafHash(tenant, doc.seq, eventSha256OfDoc(doc)));
+    }
+    const size = leaves.length;
+    if (anchor) {
+      if (size < anchor.size) throw new LedgerHalt(`only events 1 to ${size} are stored in sequence, and the signed checkpoint of size ${anchor.size} needs every one of its events: restore them first`);
+      if (!(await rootHash(nodesOf(leaves), anchor.size)).equals(Buffer.from(anchor.root, 'base64'))) {
+        throw new LedgerHalt(`the stored events no longer give the root of the signed checkpoint of size ${anchor.size}: restore them first (\`ledger audit\` names them)`);
+      }
+    }
+    if (size === 0) throw new LedgerHalt('the organization has no events to seal');
+    const tiles = new Map<string, ReturnType<typeof tileDoc>>();
+    for (const treeSize of [anchor?.size ?? 0, size]) for (const tile of tilesOf(leaves, treeSize)) tiles.set(tileDoc(tenant, tile)._id, tileDoc(tenant, tile));
+    const root = await rootHash(nodesOf(leaves), size);
+    const note = signNote(checkpointText({ origin: this.origin(tenant), size, root }), signer);
+    await store.replaceLog(planted, [...tiles.values()], { _id: checkpointId(tenant, size), tenant, size, root: root.toString('base64'), note, created_at: this.clock.now() });
+    this.logs.delete(tenant);
+    this.log.warn({ tenant, anchor: anchor?.size ?? null, size, planted: planted.length }, 'ledger RESEALED by an operator from the stored events');
+    return { anchor: anchor?.size ?? null, size, planted: planted.length };
+  }
+
+  /** Throws LedgerHalt unless `doc` is a checkpoint of `tenant`'s log that this installation's key signed, stored under its own id. */
+  private verify(tenant: string, doc: LedgerCheckpointDoc): void {
+    const signer = this.options.signer;
+    if (!signer) return;
+    if (doc._id === checkpointId(tenant, doc.size) && checkpointProblem(doc, this.origin(tenant), signer) === null) return;
+    throw new LedgerHalt(`the stored checkpoint of size ${doc.size} is not one this installation's key signed for this log`);
+  }
+}

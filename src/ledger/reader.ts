@@ -1,0 +1,97 @@
+/**
+ * The ledger's read side, per organization: its checkpoints and the nodes of its tree, for proofs.
+ * Reading never integrates: a reader that waited long enough for a checkpoint (the instance that should
+ * sign it stopped, or runs a long interval) asks the integrator for a round.
+ */
+import { consistencyProof, inclusionProof, type NodeSource } from '../domain/ledger/merkle';
+import type { Verifier } from '../domain/ledger/note';
+import type { Clock } from '../domain/time';
+import type { LedgerCheckpointDoc } from '../db/documents';
+import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
+import { type LedgerIntegrator, logOrigin } from './integrator';
+import { TileReader } from './tileReader';
+
+/** How long a proof request waits for the checkpoint that includes its event, whatever the interval. */
+const MAX_PROOF_WAIT_MS = 3000;
+
+export interface LedgerReaderOptions {
+  name: string;
+  /** The installation's key, where this process has it (checks nothing here: served to clients). */
+  verifier: Verifier | null;
+  intervalMs: number;
+}
+
+/** One organization's log, read. */
+export class TenantLedgerReader {
+  constructor(
+    private readonly store: TenantLedgerStore,
+    private readonly options: LedgerReaderOptions,
+    private readonly integrator: Pick<LedgerIntegrator, 'integrate' | 'haltedReason'> | null,
+    private readonly clock: Clock,
+  ) {}
+
+  get origin(): string {
+    return logOrigin(this.options.name, this.store.tenant);
+  }
+
+  /** The newest checkpoint: two point reads, the head and the checkpoint it names. */
+  async newest(): Promise<LedgerCheckpointDoc | null> {
+    const size = await this.store.headSize();
+    return size === null ? null : this.store.checkpointOfSize(size);
+  }
+
+  ofSize(size: number): Promise<LedgerCheckpointDoc | null> {
+    return this.store.checkpointOfSize(size);
+  }
+
+  /**
+   * The newest checkpoint that includes leaf `index`, waiting up to one interval (at most
+   * MAX_PROOF_WAIT_MS) for the next one, then asking this instance's integrator for a round. Null for a
+   * halted log, or where this process signs nothing.
+   */
+  async covering(index: number): Promise<LedgerCheckpointDoc | null> {
+    const wait = Math.min(this.options.intervalMs, MAX_PROOF_WAIT_MS);
+    const deadline = this.clock.now().getTime() + wait;
+    for (;;) {
+      const newest = await this.newest();
+      if (newest && newest.size > index) return newest;
+      if (this.clock.now().getTime() >= deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100, wait)));
+    }
+    if (!this.integrator || this.integrator.haltedReason(this.store.tenant)) return null;
+    await this.integrator.integrate(this.store.tenant, { storedTo: index + 1 });
+    const newest = await this.newest();
+    return newest && newest.size > index ? newest : null;
+  }
+
+  /** The tree of `size` leaves, for many proofs in a row. */
+  nodes(size: number): NodeSource {
+    return new TileReader(this.store).nodes(size);
+  }
+
+  inclusion(index: number, size: number): Promise<Buffer[]> {
+    return inclusionProof(this.nodes(size), index, size);
+  }
+
+  consistency(from: number, to: number): Promise<Buffer[]> {
+    return consistencyProof(this.nodes(to), from, to);
+  }
+}
+
+/** Hands out the per-organization readers. */
+export class LedgerReader {
+  constructor(
+    private readonly store: LedgerStore,
+    readonly options: LedgerReaderOptions,
+    private readonly integrator: Pick<LedgerIntegrator, 'integrate' | 'haltedReason'> | null,
+    private readonly clock: Clock,
+  ) {}
+
+  get verifier(): Verifier | null {
+    return this.options.verifier;
+  }
+
+  of(tenant: string): TenantLedgerReader {
+    return new TenantLedgerReader(this.store.forTenant(tenant), this.options, this.integrator, this.clock);
+  }
+}
