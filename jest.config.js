@@ -1,8 +1,11 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two projects: `unit`, the pure code (no database, no server: `npm run test:unit`, seconds), and
+ * `integration`, everything over a real HTTP server and database (globalSetup provides the database).
+ * `npm test` runs both.
+ * @type {import('jest').Config}
+ */
+const shared = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }],
     // canonicalize (RFC 8785, for the ledger) ships an ES module only, which jest's CommonJS runtime
@@ -10,8 +13,21 @@ module.exports = {
     '/node_modules/canonicalize/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: ['/node_modules/(?!canonicalize/)'],
-  globalSetup: '<rootDir>/test/setup/globalSetup.ts',
-  globalTeardown: '<rootDir>/test/setup/globalTeardown.ts',
+};
+
+module.exports = {
+  projects: [
+    { ...shared, displayName: 'unit', roots: ['<rootDir>/test/unit'], testMatch: ['**/*.test.ts'] },
+    {
+      ...shared,
+      displayName: 'integration',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/test/unit/'],
+      globalSetup: '<rootDir>/test/setup/globalSetup.ts',
+      globalTeardown: '<rootDir>/test/setup/globalTeardown.ts',
+    },
+  ],
   // The suites share one database server; two workers match the two cores CI has.
   maxWorkers: 2,
   testTimeout: 120000,

@@ -17,6 +17,7 @@ import { measureProofLatency } from './bench/proofLatency';
 import { abLines, abRows, measureLedgerAB } from './bench/ledgerAB';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { BENCH_PLAN_CAPS, CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
+import { loadConfig } from '../src/config/env';
 
 function eventDoc(tenant: string, seq: number) {
   const now = new Date();
@@ -116,7 +117,7 @@ async function main(): Promise<void> {
   const service = await startProcess('src/main.ts', serviceEnv(uri, dbName));
   const admin = await import('../src/services/container');
   const { createLogger } = await import('../src/logger');
-  const services = await admin.createServices(client.db(dbName), { planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
+  const services = await admin.createServices(client.db(dbName), { ...loadConfig({}), planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
   const org = await services.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
   const { key } = await services.apiKeys.forOrg(org._id).create('bench', new Date());
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };

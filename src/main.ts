@@ -2,7 +2,6 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config/env';
 import { connectDatabase, DatabaseStartError } from './db/connect';
 import { systemClock } from './domain/time';
@@ -21,7 +20,7 @@ function hostForUrl(host: string): string {
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
-  const keyFile = config.ledgerKeyFile ?? join(config.dataDir, 'ledger-signing-key');
+  const keyFile = config.ledgerKeyFile;
   // A new key's name: the host and port people reach the service at. An existing key keeps its own.
   const { signer, created } = loadOrCreateSigningKey(keyFile, config.ledgerName, `${new URL(config.publicUrl ?? `http://localhost:${config.port}`).host}/ledger`);
   const ledgerName = signer.name;

@@ -10,6 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { createLogger } from '../../src/logger';
 import { createServices } from '../../src/services/container';
 import { serviceEnv, startProcess, stop } from './common';
+import { loadConfig } from '../../src/config/env';
 
 export interface ReadFigures {
   events: number;
@@ -38,7 +39,7 @@ async function median(times: number, request: () => Promise<void>): Promise<numb
 }
 
 async function measureAt(client: MongoClient, uri: string, dbName: string, size: number): Promise<ReadFigures> {
-  const services = await createServices(client.db(dbName), { planCaps: { free: 1, pro: 1, enterprise: 1 } }, { now: () => new Date() }, createLogger('silent'));
+  const services = await createServices(client.db(dbName), { ...loadConfig({}), planCaps: { free: 1, pro: 1, enterprise: 1 } }, { now: () => new Date() }, createLogger('silent'));
   const org = await services.orgs.create({ name: 'Reads', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
   const { key } = await services.apiKeys.forOrg(org._id).create('bench', new Date());
   const ids: string[] = [];

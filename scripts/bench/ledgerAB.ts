@@ -16,6 +16,7 @@ import { createServices } from '../../src/services/container';
 import { BATCH_SIZE, loadBatches } from './batchIngest';
 import { BENCH_PLAN_CAPS, loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests } from './common';
 import { type ScaleRun, scaleRun } from './scaleOut';
+import { loadConfig } from '../../src/config/env';
 
 /** The last commit before the ledger: issue 10's fuzz change, just before the first ledger commit. */
 export const BASELINE_COMMIT = '7c74f65';
@@ -56,7 +57,7 @@ async function measureIngest(uri: string, dbName: string, cwd: string): Promise<
 async function measureScale(uri: string, dbName: string, cwd: string): Promise<Side['scale']> {
   const client = await MongoClient.connect(uri);
   try {
-    const services = await createServices(client.db(dbName), { planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
+    const services = await createServices(client.db(dbName), { ...loadConfig({}), planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
     const runs: Side['scale'] = [];
     for (const organizations of SCALE_ORGANIZATIONS) {
       const one = await scaleRun(uri, dbName, services, 1, organizations, cwd);

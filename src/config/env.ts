@@ -1,4 +1,5 @@
 /** Configuration, read from the environment once and validated, so a bad value stops start-up with a clear message. */
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { Plan } from '../domain/plan';
 
@@ -49,7 +50,7 @@ const ZEnv = z.object({
 export type Env = z.infer<typeof ZEnv>;
 
 
-/** What one request may cost the service; each is a variable above (README, "Configuration"). */
+/** What one request may cost the service; each is a variable above, with its default there (README, "Configuration"). */
 export interface Limits {
   /** `metadata` as JSON text, in bytes. */
   metadataBytes: number;
@@ -71,19 +72,6 @@ export interface Limits {
   batchBytes: number;
 }
 
-export const DEFAULT_LIMITS: Limits = {
-  metadataBytes: 64 * 1024,
-  listPageBytes: 4 * 1024 * 1024,
-  trpcMaxBatch: 10,
-  ratePerSecond: 200,
-  rateBurst: 400,
-  authFailuresPerSecond: 10,
-  authFailuresBurst: 200,
-  exportsPerOrg: 2,
-  exportTimeoutMs: 10 * 60_000,
-  batchEvents: 1000,
-  batchBytes: 5 * 1024 * 1024,
-};
 
 export interface Config {
   port: number;
@@ -112,8 +100,8 @@ export interface Config {
   idempotencyTtlMs: number;
   /** The ledger's key name; unset: the host and port of PUBLIC_URL (or localhost:PORT), then `/ledger`. */
   ledgerName: string | undefined;
-  /** The signing key's file; unset: `<DATA_DIR>/ledger-signing-key`, created at first start. */
-  ledgerKeyFile: string | undefined;
+  /** The signing key's file (default `<DATA_DIR>/ledger-signing-key`), created at first start. */
+  ledgerKeyFile: string;
   ledgerIntervalMs: number;
   /** The background audit's period; 0: off. */
   ledgerAuditIntervalMs: number;
@@ -153,7 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbTimeoutMs: e.DB_TIMEOUT_MS,
     idempotencyTtlMs: Math.round(e.IDEMPOTENCY_TTL_HOURS * 3_600_000),
     ledgerName: e.LEDGER_NAME,
-    ledgerKeyFile: e.LEDGER_SIGNING_KEY_FILE,
+    ledgerKeyFile: e.LEDGER_SIGNING_KEY_FILE ?? join(e.DATA_DIR, 'ledger-signing-key'),
     ledgerIntervalMs: e.LEDGER_CHECKPOINT_INTERVAL_MS,
     ledgerAuditIntervalMs: e.LEDGER_AUDIT_INTERVAL_MS,
     limits: {

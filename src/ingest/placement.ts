@@ -2,7 +2,7 @@
  * Where a round's events go, decided without the database: each unit of a tenant after the one before,
  * at consecutive sequence numbers, in the month of receipt, and within the tenant's monthly cap. Pure,
  * so the rules (gapless numbering, months that never go backwards, the cap counted exactly, a cap
- * exemption honoured) are tested on their own (test/unit.placement.test.ts).
+ * exemption honoured) are tested on their own (test/unit/placement.test.ts).
  */
 
 /** Where a tenant's newest placed event is: its sequence number, its month of receipt and its place in that month. */

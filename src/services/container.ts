@@ -1,7 +1,7 @@
 /** Wires repositories and services for one database; the app, the CLI and the tests all start here. */
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
-import { type Config, DEFAULT_LIMITS, type Limits } from '../config/env';
+import type { Config, Limits } from '../config/env';
 import { AccountRepository } from '../db/accountRepository';
 import { ApiKeyRepository } from '../db/apiKeyRepository';
 import { AuthAttemptRepository } from '../db/authAttemptRepository';
@@ -25,7 +25,7 @@ import { ApiKeyAuthenticator } from './auth';
 import { AuthThrottle, DEFAULT_THROTTLE, type ThrottlePolicy } from './authThrottle';
 import { EventService } from './events';
 import { LedgerService } from './ledger';
-import { DEFAULT_IDEMPOTENCY_TTL_MS, IdempotentWrites } from './idempotency';
+import { IdempotentWrites } from './idempotency';
 import { UsageService } from './usage';
 
 export interface Services {
@@ -57,7 +57,8 @@ export interface Services {
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'planCaps'> & { limits?: Limits; ingestWriters?: number; idempotencyTtlMs?: number; ledger?: LedgerOptions },
+  /** From loadConfig, the one source of every default; `ledger` where this process signs (without it, the ledger serves reads and never signs). */
+  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'idempotencyTtlMs' | 'ledgerIntervalMs'> & { ledger?: LedgerOptions },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -69,7 +70,7 @@ export async function createServices(
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const forgetKey = (hash: string) => { auth.forget(hash); };
   // Without options (the admin CLI), the ledger serves reads and never signs.
-  const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: 1000 };
+  const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: config.ledgerIntervalMs };
   const ledgerStore = new LedgerStore(c);
   const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
@@ -77,8 +78,8 @@ export async function createServices(
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
   const writer = new EventWriter(new EventInserts(c, log), (tenant) => new EventReader(c, tenant), orgs, apiKeys, clock, log, forgetKey, (docs) => { integrator.stored(docs); });
   const ingest = new Ingest(c, writer, instanceAuth, log, forgetKey, config.ingestWriters);
-  const limits = config.limits ?? DEFAULT_LIMITS;
-  const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
+  const limits = config.limits;
+  const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs);
   const events = new EventService(c, ingest, idempotent, clock, integrator, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {

@@ -49,7 +49,6 @@ interface Stamp {
 }
 
 /** IDEMPOTENCY_TTL_HOURS's default. */
-export const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 /** Refusals that stored nothing and are not this request's to remember: the cap, a key revoked meanwhile. */
 const FORGOTTEN_REFUSALS = new Set(['MONTHLY_LIMIT_REACHED', 'INVALID_API_KEY']);

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
-import { type Config, DEFAULT_LIMITS, type Limits } from '../../src/config/env';
+import { type Config, type Limits, loadConfig } from '../../src/config/env';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
@@ -22,7 +22,6 @@ import { createServices, type Services } from '../../src/services/container';
 export const TEST_LEDGER_SEED = createHash('sha256').update('audit ledger test key').digest();
 export const TEST_LEDGER_SIGNER = signerFromSeed('ledger.test', TEST_LEDGER_SEED);
 
-export const DEFAULT_CAPS: Config['planCaps'] = { free: 10_000, pro: 1_000_000, enterprise: 100_000_000 };
 
 export interface TestOrg {
   id: string;
@@ -96,9 +95,11 @@ export async function startTestApp(options: {
   const db = client.db(dbName);
   const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
-  const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
+  // Every default from loadConfig, as a deployment without variables gets them; a test changes only what it names.
+  const config = loadConfig({});
+  const limits: Limits = { ...config.limits, ...options.limits };
   const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200 };
-  const services = await createServices(db, { planCaps: options.planCaps ?? DEFAULT_CAPS, limits, ledger }, clock, log, { throttle: options.throttle });
+  const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
   services.integrator.start();
   const http = createHttpApp(services, options.http);
   const { server, url } = await listenOnFreePort(http.listener);

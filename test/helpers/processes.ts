@@ -71,9 +71,14 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   };
 }
 
-/** Runs the admin CLI to completion. */
+/** Runs the command line to completion, through its `bin` launcher (what `npx audit-ledger` runs). */
 export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [...TSX, 'src/cli/main.ts', ...args], {
+  return runCommand(process.execPath, ['bin/audit-ledger.cjs', ...args], env);
+}
+
+/** Runs a program from the repository's root to completion. */
+export async function runCommand(program: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(program, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

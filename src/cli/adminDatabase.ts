@@ -1,0 +1,42 @@
+/**
+ * What the admin commands open: the database and the repositories they use, nothing that runs (no
+ * writer, no ledger rounds, no instance heartbeat). The database is MONGODB_URI, or the embedded one
+ * under DATA_DIR (as for `npm start`).
+ */
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config/env';
+import { ApiKeyRepository } from '../db/apiKeyRepository';
+import { connectDatabase } from '../db/connect';
+import { collections, ensureIndexes } from '../db/database';
+import { LedgerStore } from '../db/ledgerStore';
+import { OrgRepository } from '../db/orgRepository';
+import { parsePrivateKey, type Signer } from '../domain/ledger/note';
+import { createLogger } from '../logger';
+
+export interface AdminDatabase {
+  orgs: OrgRepository;
+  apiKeys: ApiKeyRepository;
+  ledger: LedgerStore;
+}
+
+/** Runs `use` with the database open; `indexes`: make sure the indexes exist first (commands that write). */
+export async function withAdminDatabase<T>(use: (db: AdminDatabase) => Promise<T>, options: { indexes?: boolean } = {}): Promise<T> {
+  const config = loadConfig();
+  const database = await connectDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr));
+  try {
+    const c = collections(database.db);
+    if (options.indexes) await ensureIndexes(c);
+    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c) });
+  } finally {
+    await database.close();
+  }
+}
+
+/** The installation's signing key, from its key file, or null when this machine cannot read it. */
+export function installationKey(): Signer | null {
+  try {
+    return parsePrivateKey(readFileSync(loadConfig().ledgerKeyFile, 'utf8'));
+  } catch {
+    return null;
+  }
+}

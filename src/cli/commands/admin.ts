@@ -1,0 +1,143 @@
+/** The operator's commands on the database: organizations, keys, and the ledger's audit and reseal. */
+import { loadConfig } from '../../config/env';
+import { apiKeyView } from '../../db/apiKeyRepository';
+import { parseVerifierKey } from '../../domain/ledger/note';
+import { PLANS, type Plan } from '../../domain/plan';
+import { systemClock } from '../../domain/time';
+import { auditLog } from '../../ledger/audit';
+import { LedgerIntegrator } from '../../ledger/integrator';
+import { createLogger } from '../../logger';
+import { installationKey, withAdminDatabase } from '../adminDatabase';
+import { type Command, need, opt, str, UsageError } from '../command';
+
+function parsePlan(value: string | undefined): Plan {
+  if (value === undefined) return 'free';
+  if (!(PLANS as readonly string[]).includes(value)) throw new UsageError(`--plan must be one of ${PLANS.join(', ')}`);
+  return value as Plan;
+}
+
+function parseCap(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  if (!/^\d+$/.test(value)) throw new UsageError('--monthly-cap must be a whole number');
+  return Number(value);
+}
+
+export const adminCommands: Command[] = [
+  {
+    words: 'org create',
+    summary: 'create an organization',
+    synopsis: '--name NAME [--plan free|pro|enterprise] [--monthly-cap N]',
+    options: { name: str, plan: str, 'monthly-cap': str },
+    async run(values) {
+      const name = need(values, 'name');
+      const plan = parsePlan(opt(values, 'plan'));
+      const monthlyCap = parseCap(opt(values, 'monthly-cap'));
+      return withAdminDatabase(async (db) => {
+        const view = db.orgs.view(await db.orgs.create({ name, plan, monthlyCap }, systemClock.now()));
+        const json = { id: view.id, name: view.name, plan: view.plan, monthly_cap: view.monthly_cap };
+        return { json, text: `Created organization ${view.id} (${view.name}, ${view.plan}, cap ${view.monthly_cap}/month)` };
+      }, { indexes: true });
+    },
+  },
+  {
+    words: 'org list',
+    summary: 'list the organizations',
+    synopsis: '',
+    options: {},
+    run: () => withAdminDatabase(async (db) => {
+      const orgs = (await db.orgs.list()).map((org) => db.orgs.view(org));
+      return { json: { organizations: orgs }, text: orgs.map((o) => `${o.id}\t${o.name}\t${o.plan}\t${o.monthly_cap}`).join('\n') || 'No organizations.' };
+    }),
+  },
+  {
+    words: 'key create',
+    summary: 'create an API key (shown once: store it now)',
+    synopsis: '--org ORG_ID --name NAME',
+    options: { org: str, name: str },
+    async run(values) {
+      const orgId = need(values, 'org');
+      const name = need(values, 'name');
+      return withAdminDatabase(async (db) => {
+        if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
+        const { doc, key } = await db.apiKeys.forOrg(orgId).create(name, systemClock.now());
+        const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id };
+        return { json, text: `Created API key ${doc.key_id} for ${orgId}. It is shown only now:\n${key}` };
+      }, { indexes: true });
+    },
+  },
+  {
+    words: 'key list',
+    summary: 'list an organization\'s keys (never the key itself)',
+    synopsis: '--org ORG_ID',
+    options: { org: str },
+    async run(values) {
+      const orgId = need(values, 'org');
+      return withAdminDatabase(async (db) => {
+        const keys = (await db.apiKeys.forOrg(orgId).list('oldest')).map(apiKeyView);
+        const text = keys.map((k) => `${k.id}\t${k.name}\t${k.prefix}…${k.last4}\t${k.status}\tlast used ${k.last_used_at ?? 'never'}`).join('\n');
+        return { json: { keys }, text: text || 'No keys.' };
+      });
+    },
+  },
+  {
+    words: 'key revoke',
+    summary: 'revoke a key at once, on every instance',
+    synopsis: 'KEY_ID',
+    options: {},
+    positionals: { min: 1, max: 1 },
+    async run(_values, [keyId = '']) {
+      return withAdminDatabase(async (db) => {
+        const doc = await db.apiKeys.revoke(keyId, systemClock.now());
+        if (!doc) throw new UsageError(`No API key ${keyId}`);
+        const view = apiKeyView(doc);
+        return { json: { id: view.id, status: view.status, revoked_at: view.revoked_at }, text: `Revoked ${view.id}` };
+      });
+    },
+  },
+  {
+    words: 'ledger audit',
+    summary: 'name every event edited, deleted, inserted or moved since it was signed (exit 1 on any finding)',
+    synopsis: '[--org ORG_ID] [--verifier-key VKEY]',
+    details: 'Rebuilds each organization\'s log from its stored events and compares it with what was signed. Checkpoint signatures are checked with --verifier-key, or the installation\'s key file when this machine can read it.',
+    options: { org: str, 'verifier-key': str },
+    async run(values) {
+      const text = opt(values, 'verifier-key');
+      const verifier = text ? parseVerifierKey(text) : installationKey();
+      return withAdminDatabase(async (db) => {
+        const org = opt(values, 'org');
+        const tenants = org ? [org] : await db.orgs.ids();
+        const reports = [];
+        for (const tenant of tenants) reports.push(await auditLog(db.ledger.forTenant(tenant), verifier));
+        const findings = reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`));
+        const lines = [
+          ...findings,
+          ...reports.map((r) => `${r.tenant}: ${r.events} events, ${r.checkpoints} checkpoints (newest ${r.checkpoint_size}), ${r.findings.length} findings`),
+          verifier ? '' : '(checkpoint signatures not checked: no --verifier-key and no key file)',
+        ];
+        return { json: { reports }, text: lines.filter(Boolean).join('\n'), exitCode: findings.length ? 1 : 0 };
+      });
+    },
+  },
+  {
+    words: 'ledger reseal',
+    summary: 'sign a HALTED organization\'s log again from its stored events (run ledger audit first)',
+    synopsis: '--org ORG_ID',
+    details: 'For a log the service halted (its ledger state missing, or not matching what was signed): rebuilds it from the stored events and signs them, as an extension of the newest checkpoint the key signed, which they must still reproduce; with none, seals them as they are. Needs the signing key file. This is the operator\'s decision, and it is logged.',
+    options: { org: str },
+    async run(values) {
+      const orgId = need(values, 'org');
+      const signer = installationKey();
+      if (!signer) throw new UsageError('ledger reseal needs the ledger signing key file (LEDGER_SIGNING_KEY_FILE, or DATA_DIR/ledger-signing-key)');
+      const config = loadConfig();
+      if (config.ledgerName !== undefined && config.ledgerName !== signer.name) throw new UsageError(`the signing key is for ${signer.name}, but LEDGER_NAME is ${config.ledgerName}`);
+      return withAdminDatabase(async (db) => {
+        if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
+        const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
+        const integrator = new LedgerIntegrator(db.ledger, { name: signer.name, signer, intervalMs: config.ledgerIntervalMs }, systemClock, log);
+        const sealed = await integrator.reseal(orgId);
+        const from = sealed.anchor === null ? 'with no signed checkpoint to extend: the stored events were sealed as they are' : `extending the signed checkpoint of size ${sealed.anchor}, which the stored events reproduce`;
+        return { json: sealed, text: `Resealed ${orgId} at size ${sealed.size}, ${from}${sealed.planted ? ` (${sealed.planted} checkpoint documents this key did not sign were deleted)` : ''}` };
+      });
+    },
+  },
+];

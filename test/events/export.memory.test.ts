@@ -1,0 +1,140 @@
+/**
+ * An export of 100,000 events streams: the server's memory stays flat while the body is many times
+ * larger than the memory it is allowed to grow by; so do the proofs sidecar of the same export and
+ * `ledger audit` of the organization. The server runs in this process, so its heap is this process's
+ * heap; the client only counts bytes.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { LedgerStore } from '../../src/db/ledgerStore';
+import { auditLog } from '../../src/ledger/audit';
+import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
+import { seedEvents } from '../helpers/seed';
+
+const EVENTS = 100_000;
+const MiB = 1024 * 1024;
+// Live heap growth allowed during an export. Streaming needs a few MiB (one cursor batch and stream
+// buffers); a buffered export would hold all 100,000 documents, well over 100 MiB. Both bodies are
+// larger than this limit, the JSON one several times.
+const HEAP_GROWTH_LIMIT = 12 * MiB;
+
+// Live memory is what must stay flat, so samples are taken after a full collection: without it the
+// figure would mostly say how lazily V8 collects garbage.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+let app: TestApp;
+let org: TestOrg;
+/** A tenth of the size, for the ledger figures at 10,000 events beside those at 100,000. */
+let small: TestOrg;
+
+beforeAll(async () => {
+  app = await startTestApp({ label: 'memory' });
+  org = await app.org();
+  await seedEvents(app, org, EVENTS);
+  // Stored behind the service's back, so no checkpoint covers them: the operator's reseal signs them.
+  await app.services.integrator.reseal(org.id);
+  small = await app.org();
+  await seedEvents(app, small, EVENTS / 10);
+  await app.services.integrator.reseal(small.id);
+}, 600_000);
+afterAll(() => app.close());
+
+/** The peak growth of the live heap and of RSS while `run` runs, sampled after full collections. */
+async function measure<T>(run: () => Promise<T>): Promise<{ result: T; heapGrowth: number; rssGrowth: number }> {
+  collectGarbage();
+  const baseline = process.memoryUsage();
+  let peakHeap = baseline.heapUsed;
+  let peakRss = baseline.rss;
+  const sample = () => {
+    collectGarbage();
+    const m = process.memoryUsage();
+    peakHeap = Math.max(peakHeap, m.heapUsed);
+    peakRss = Math.max(peakRss, m.rss);
+  };
+  const sampler = setInterval(sample, 250);
+  try {
+    const result = await run();
+    sample();
+    return { result, heapGrowth: peakHeap - baseline.heapUsed, rssGrowth: peakRss - baseline.rss };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** Reads a streamed body, counting its bytes and the bytes equal to `count`. */
+async function consume(path: string, count: number, key = org.key): Promise<{ bytes: number; counted: number }> {
+  const res = await fetch(`${app.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+  expect(res.status).toBe(200);
+  if (!res.body) throw new Error('no body');
+  const reader = res.body.getReader();
+  let bytes = 0;
+  let counted = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.length;
+    for (const byte of value) if (byte === count) counted++;
+  }
+  return { bytes, counted };
+}
+
+async function measureExport(format: 'json' | 'csv'): Promise<{ bytes: number; lines: number; heapGrowth: number; rssGrowth: number }> {
+  collectGarbage();
+  const baseline = process.memoryUsage();
+  let peakHeap = baseline.heapUsed;
+  let peakRss = baseline.rss;
+  const sampler = setInterval(() => {
+    collectGarbage();
+    const m = process.memoryUsage();
+    peakHeap = Math.max(peakHeap, m.heapUsed);
+    peakRss = Math.max(peakRss, m.rss);
+  }, 250);
+  let bytes = 0;
+  let lines = 0;
+  let objects = 0;
+  try {
+    const res = await fetch(`${app.url}/v1/events/export?format=${format}`, { headers: { authorization: `Bearer ${org.key}` } });
+    expect(res.status).toBe(200);
+    if (!res.body) throw new Error('the export answered without a body');
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.length;
+      for (const byte of value) {
+        if (byte === 10) lines++;
+        if (byte === 123) objects++; // '{' opens each event (and its metadata)
+      }
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  return { bytes, lines: format === 'csv' ? lines : objects, heapGrowth: peakHeap - baseline.heapUsed, rssGrowth: peakRss - baseline.rss };
+}
+
+test.each(['json', 'csv'] as const)('%s export of 100,000 events keeps the heap flat', async (format) => {
+  const result = await measureExport(format);
+  // Printed so the figures are visible in CI output and can be compared across runs.
+  console.log(
+    `${format}: ${(result.bytes / MiB).toFixed(1)} MiB streamed; peak heap growth ${(result.heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(result.rssGrowth / MiB).toFixed(1)} MiB`,
+  );
+  if (format === 'json') expect(result.lines).toBe(EVENTS * 2); // one '{' for the event, one for its metadata
+  else expect(result.lines).toBe(EVENTS); // header + rows, CRLF between them
+  expect(result.bytes).toBeGreaterThan(HEAP_GROWTH_LIMIT);
+  expect(result.heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
+});
+
+test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('the proofs sidecar of %i events keeps the heap flat', async (events, which) => {
+  const { result, heapGrowth, rssGrowth } = await measure(() => consume('/v1/ledger/proofs', 123, which().key));
+  console.log(`proofs of ${events}: ${(result.bytes / MiB).toFixed(1)} MiB streamed; peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
+  expect(result.counted).toBe(events + 2); // '{' opens the sidecar, its filters and each proof
+  expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
+}, 300_000);
+
+test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('ledger audit of %i events keeps the heap flat and finds the organization sound', async (events, which) => {
+  const { result, heapGrowth, rssGrowth } = await measure(() => auditLog(new LedgerStore(app.services.collections).forTenant(which().id), TEST_LEDGER_SIGNER));
+  console.log(`audit of ${events}: peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
+  expect(result).toMatchObject({ events, checkpoint_size: events, findings: [] });
+  expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
+}, 300_000);

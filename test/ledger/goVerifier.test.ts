@@ -1,0 +1,128 @@
+/**
+ * An independent implementation accepts the ledger: the Go program in verifier/ (Go's signed-note
+ * verifier, transparency-dev's checkpoint parser and RFC 6962 proof verification, gowebpki's RFC 8785
+ * canonicalizer) checks the running test server's checkpoint against a pinned key, recomputes each
+ * event's hash from its JSON, checks inclusion and consistency proofs, and fails when the log is
+ * tampered with, the key is not the pinned one, or an event is served other than it was signed.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Binary } from 'mongodb';
+import { signerFromSeed } from '../../src/domain/ledger/note';
+import { call, eventBody } from '../helpers/api';
+import { listenOnFreePort, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
+import { ROOT } from '../helpers/processes';
+
+const run = promisify(execFile);
+let app: TestApp;
+let dir: string;
+let binary: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'goverifier-'));
+  binary = join(dir, 'verifier');
+  // Modules come from the Go module proxy the first time (verifier/go.sum pins them).
+  await run('go', ['build', '-o', binary, '.'], { cwd: join(ROOT, 'verifier'), timeout: 300_000 });
+  app = await startTestApp({ label: 'goverifier' });
+}, 330_000);
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await app.close();
+});
+
+async function verify(org: TestOrg, ...args: string[]): Promise<{ code: number; stdout: string }> {
+  return verifyAt(app.url, org, '-vkey', TEST_LEDGER_SIGNER.text, ...args);
+}
+
+async function verifyAt(url: string, org: TestOrg, ...args: string[]): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout } = await run(binary, ['-url', url, '-key', org.key, ...args]);
+    return { code: 0, stdout };
+  } catch (error) {
+    const failure = error as { code: number; stdout: string };
+    return { code: failure.code, stdout: failure.stdout };
+  }
+}
+
+/** Writes events and waits until a checkpoint includes them (a proof of the newest one waits for it). */
+async function write(org: TestOrg, count: number): Promise<void> {
+  const res = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: count }, (_, i) => eventBody({ actor: { id: `go${i}` } })) } });
+  const newest = res.body.events[count - 1] as { id: string };
+  expect((await call(`${app.url}/v1/events/${newest.id}/proof`, { key: org.key })).status).toBe(200);
+}
+
+test('the Go verifier accepts the key, the checkpoint, every inclusion proof and the consistency proof', async () => {
+  const org = await app.org();
+  await write(org, 300);
+  const saved = join(dir, 'first.checkpoint');
+  const first = await verify(org, '-events', '60', '-save', saved);
+  expect(first.stdout).not.toContain('FAIL');
+  expect(first.code).toBe(0);
+  expect(first.stdout.match(/^ok {4}event .* is leaf \d+ of the signed tree of 300$/gm)).toHaveLength(60);
+
+  await write(org, 45);
+  const second = await verify(org, '-events', '10', '-old', saved);
+  expect(second.code).toBe(0);
+  expect(second.stdout).toContain('ok    the tree of 345 is an extension of the saved tree of 300');
+
+  // A checkpoint altered after signing is refused.
+  const forged = join(dir, 'forged.checkpoint');
+  writeFileSync(forged, readFileSync(saved, 'utf8').replace('\n300\n', '\n299\n'));
+  expect((await verify(org, '-events', '1', '-old', forged)).code).toBe(1);
+});
+
+test('a tile changed in the database makes the proofs fail', async () => {
+  const org = await app.org();
+  await write(org, 20);
+  const tiles = app.services.collections.ledgerTiles;
+  const id = `${org.id}/0/0/020`;
+  const tile = await tiles.findOne({ _id: id });
+  if (!tile) throw new Error('no tile');
+  const bytes = Buffer.from(tile.hashes.buffer);
+  bytes[40] = (bytes[40] ?? 0) ^ 0xff;
+  await tiles.updateOne({ _id: id }, { $set: { hashes: new Binary(bytes) } });
+  const result = await verify(org, '-events', '20');
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(/^FAIL {2}event .* is leaf/m);
+});
+
+test('the key is pinned: a server whose key is not the pinned one fails', async () => {
+  const org = await app.org();
+  await write(org, 5);
+  // The same name, another key: what a server with a replaced key would present.
+  const other = signerFromSeed(TEST_LEDGER_SIGNER.name, Buffer.alloc(32, 9)).text;
+  const result = await verifyAt(app.url, org, '-vkey', other, '-events', '5');
+  expect(result.code).toBe(1);
+  expect(result.stdout).toContain(`FAIL  the server's key is the pinned key ${other}`);
+});
+
+test('an event served other than it was signed fails: its hash is recomputed from its JSON, not taken from the server', async () => {
+  const org = await app.org();
+  await write(org, 10);
+  // Between the verifier and the server: the event list's first event loses a field's true value;
+  // the proofs (and the event_sha256 they name) pass through untouched.
+  const { server, url } = await listenOnFreePort((req, res) => {
+    void (async () => {
+      const upstream = await fetch(`${app.url}${req.url ?? '/'}`, { headers: { authorization: req.headers.authorization ?? '' } });
+      let text = await upstream.text();
+      if ((req.url ?? '').startsWith('/v1/events?')) {
+        const page = JSON.parse(text) as { data: { actor_name: string | null }[] };
+        (page.data[0] as { actor_name: string | null }).actor_name = 'Someone Else';
+        text = JSON.stringify(page);
+      }
+      res.writeHead(upstream.status, { 'content-type': 'application/json' });
+      res.end(text);
+    })();
+  });
+  try {
+    const result = await verifyAt(url, org, '-vkey', TEST_LEDGER_SIGNER.text, '-events', '10');
+    expect(result.code).toBe(1);
+    expect(result.stdout.match(/^FAIL {2}event .*: the SHA-256 of its canonical JSON, computed here, is the one its leaf commits to$/gm)).toHaveLength(1);
+    expect(result.stdout.match(/^ok {4}event .*: the SHA-256 of its canonical JSON/gm)).toHaveLength(9);
+  } finally {
+    server.close();
+  }
+});

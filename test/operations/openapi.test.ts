@@ -1,0 +1,52 @@
+/** openapi.json is generated from the router; a stale committed file fails here. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderOpenApiDocument } from '../../src/http/openapiDocument';
+import { startTestApp, type TestApp } from '../helpers/harness';
+
+const committed = readFileSync(join(__dirname, '..', '..', 'openapi.json'), 'utf8');
+
+test('the committed openapi.json is what the router generates (run `npm run openapi:generate`)', () => {
+  expect(committed).toBe(renderOpenApiDocument());
+});
+
+test('it describes every /v1 operation with the spec statuses', () => {
+  const doc = JSON.parse(committed) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; servers: { url: string }[] };
+  expect(doc.servers).toEqual([{ url: '/v1' }]);
+  const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [`${method.toUpperCase()} ${path}`, Object.keys(op.responses).sort()]));
+  expect(Object.fromEntries(ops)).toEqual({
+    'POST /events': ['201', '400', '401', '413', '415', '422', '429', '500'],
+    'POST /events/batch': ['201', '400', '401', '413', '415', '422', '429', '500'],
+    'GET /events': ['200', '400', '401', '500'],
+    'GET /events/{id}': ['200', '401', '404', '500'],
+    'GET /events/export': ['200', '400', '401', '500'],
+    'GET /events/{id}/proof': ['200', '400', '401', '404', '500'],
+    'GET /ledger/key': ['200', '401', '500'],
+    'GET /ledger/checkpoint': ['200', '401', '404', '500'],
+    'GET /ledger/consistency': ['200', '400', '401', '404', '500'],
+    'GET /ledger/proofs': ['200', '400', '401', '404', '500'],
+  });
+});
+
+describe('served', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'openapi' });
+  });
+  afterAll(() => app.close());
+
+  test('/openapi.json, /docs, /healthz and /readyz answer', async () => {
+    const doc = await fetch(`${app.url}/openapi.json`);
+    expect(doc.status).toBe(200);
+    expect(await doc.text()).toBe(committed);
+    const docs = await fetch(`${app.url}/docs`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('/docs/swagger-ui-bundle.js');
+    expect(await (await fetch(`${app.url}/docs/init.js`)).text()).toContain("url: '/openapi.json'");
+    const bundle = await fetch(`${app.url}/docs/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect(Number(bundle.headers.get('content-length') ?? (await bundle.arrayBuffer()).byteLength)).toBeGreaterThan(100_000);
+    expect(await (await fetch(`${app.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${app.url}/readyz`)).json()).toEqual({ status: 'ready' });
+  });
+});

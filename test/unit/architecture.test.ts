@@ -1,0 +1,51 @@
+/**
+ * The folder layout is the architecture: no import cycles, and layers that only look down. Checked on
+ * the real import graph (madge), so a new import that breaks a rule fails here, naming it.
+ */
+import { join } from 'node:path';
+import madge from 'madge';
+
+const SRC = join(__dirname, '..', '..', 'src');
+
+/** What each layer may not import. `domain` is pure; nothing below `http` knows about HTTP. */
+const FORBIDDEN: Record<string, string[]> = {
+  domain: ['config', 'db', 'ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  config: ['db', 'ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  db: ['ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  ledger: ['ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  ingest: ['services', 'trpc', 'http', 'cli', 'dashboard'],
+  export: ['services', 'trpc', 'http', 'cli', 'dashboard'],
+  services: ['trpc', 'http', 'cli', 'dashboard'],
+  trpc: ['http', 'cli', 'dashboard'],
+  http: ['cli', 'dashboard'],
+};
+
+let graph: Record<string, string[]>;
+let cycles: string[][];
+beforeAll(async () => {
+  const result = await madge(SRC, {
+    fileExtensions: ['ts', 'tsx'],
+    tsConfig: join(__dirname, '..', '..', 'tsconfig.json'),
+    excludeRegExp: [/^dashboard\//],
+  });
+  graph = result.obj();
+  cycles = result.circular();
+});
+
+test('the import graph covers the service', () => {
+  // A broken resolver would find no edges and let every rule below pass.
+  expect(Object.keys(graph).length).toBeGreaterThan(50);
+  expect(graph['http/app.ts']).toEqual(expect.arrayContaining(['http/restApi.ts', 'services/container.ts']));
+});
+
+test('no import cycles', () => {
+  expect(cycles).toEqual([]);
+});
+
+test('layers only look down', () => {
+  const layerOf = (file: string) => file.split('/')[0] ?? '';
+  const violations = Object.entries(graph).flatMap(([file, deps]) =>
+    deps.filter((dep) => FORBIDDEN[layerOf(file)]?.includes(layerOf(dep))).map((dep) => `${file} → ${dep}`),
+  );
+  expect(violations).toEqual([]);
+});

@@ -1,0 +1,91 @@
+/** Pure functions of the domain: time parsing, cursors, CSV cells, configuration. */
+import { loadConfig } from '../../src/config/env';
+import { decodeCursor, encodeCursor } from '../../src/domain/cursor';
+import { parseIsoDateTime, parseRangeBound, utcMonth } from '../../src/domain/time';
+import { formatCsvCell } from '../../src/export/csvCell';
+
+describe('parseIsoDateTime', () => {
+  test.each([
+    ['2024-01-15T10:30:00Z', '2024-01-15T10:30:00.000Z'],
+    ['2024-01-15T10:30:00.1Z', '2024-01-15T10:30:00.100Z'],
+    ['2024-01-15T10:30:00.999999999Z', '2024-01-15T10:30:00.999Z'],
+    ['2024-01-15T00:30:00+0100', '2024-01-14T23:30:00.000Z'],
+    ['2023-12-31T23:00:00-01:00', '2024-01-01T00:00:00.000Z'],
+    ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+    ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+  ])('%s → %s', (text, iso) => {
+    expect(parseIsoDateTime(text)?.toISOString()).toBe(iso);
+  });
+
+  test.each([
+    '2024-02-30T10:00:00Z',
+    '2023-02-29T10:00:00Z',
+    '2024-04-31T00:00:00Z',
+    '2024-00-10T00:00:00Z',
+    '2024-01-15T10:60:00Z',
+    '2024-01-15T10:30:60Z',
+    '2024-01-15T10:30:00',
+    '2024-01-15 10:30:00Z',
+    '2024-01-15T10:30:00+24:00',
+    '0001-01-01T00:00:00+01:00',
+    '9999-12-31T23:59:59-01:00',
+    ' 2024-01-15T10:30:00Z',
+    '',
+  ])('rejects %j', (text) => {
+    expect(parseIsoDateTime(text)).toBeNull();
+  });
+});
+
+test('range bounds: a date-only end covers its whole UTC day', () => {
+  expect(parseRangeBound('2024-02-29', 'start')?.toISOString()).toBe('2024-02-29T00:00:00.000Z');
+  expect(parseRangeBound('2024-02-29', 'end')?.toISOString()).toBe('2024-02-29T23:59:59.999Z');
+  expect(parseRangeBound('2024-02-29T12:00:00Z', 'end')?.toISOString()).toBe('2024-02-29T12:00:00.000Z');
+  expect(parseRangeBound('2023-02-29', 'end')).toBeNull();
+});
+
+test('utcMonth is the UTC calendar month', () => {
+  expect(utcMonth(new Date('2024-01-31T23:59:59.999Z'))).toBe('2024-01');
+  expect(utcMonth(new Date('2024-02-01T00:00:00+01:00'))).toBe('2024-01');
+});
+
+test('cursors round-trip and garbage is a 400', () => {
+  const position = { timestamp: new Date('2024-01-01T00:00:00.123Z'), id: '0190c8e4-0000-7000-8000-000000000000' };
+  expect(decodeCursor(encodeCursor(position))).toEqual(position);
+  for (const bad of ['', 'abc', Buffer.from('{"t":"x","i":1}').toString('base64url'), Buffer.from('[]').toString('base64url')]) {
+    expect(() => decodeCursor(bad)).toThrow(expect.objectContaining({ code: 'INVALID_CURSOR', status: 400 }));
+  }
+});
+
+test.each([
+  ['plain', 'plain'],
+  ['a,b', '"a,b"'],
+  ['say "hi"', '"say ""hi"""'],
+  ['two\nlines', '"two\nlines"'],
+  ['=1+1', "'=1+1"],
+  ['+1', "'+1"],
+  ['-1', "'-1"],
+  ['@SUM(A1)', "'@SUM(A1)"],
+  ['\tx', "'\tx"],
+  ['\rx', '"\'\rx"'],
+  ['=HYPERLINK("a","b")', '"\'=HYPERLINK(""a"",""b"")"'],
+  ['a=b', 'a=b'],
+])('CSV cell %j → %j', (value, cell) => {
+  expect(formatCsvCell(value)).toBe(cell);
+});
+
+describe('configuration', () => {
+  test('defaults: port 3000, free plan 10,000 events a month, embedded database', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(3000);
+    expect(config.planCaps.free).toBe(10_000);
+    expect(config.mongodbUri).toBeUndefined();
+  });
+
+  test('plan caps are configurable', () => {
+    expect(loadConfig({ PLAN_CAP_PRO: '250000' }).planCaps.pro).toBe(250_000);
+  });
+
+  test('bad values stop start-up with a message naming each variable', () => {
+    expect(() => loadConfig({ PORT: 'eighty', MONGODB_URI: 'postgres://x', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*MONGODB_URI[\s\S]*LOG_LEVEL/);
+  });
+});
