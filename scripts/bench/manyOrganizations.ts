@@ -31,7 +31,7 @@ const BYSTANDERS = 1000;
 const NO_ROUNDS = { LEDGER_CHECKPOINT_INTERVAL_MS: '3600000' };
 
 /** Creates `count` organizations with a key each, straight through the repositories; returns the keys. */
-async function organizationsWithKeys(client: MongoClient, dbName: string, count: number, label: string): Promise<string[]> {
+export async function organizationsWithKeys(client: MongoClient, dbName: string, count: number, label: string): Promise<string[]> {
   const c = collections(client.db(dbName));
   await ensureIndexes(c);
   const orgs = new OrgRepository(c, BENCH_PLAN_CAPS);
@@ -45,7 +45,7 @@ async function organizationsWithKeys(client: MongoClient, dbName: string, count:
 }
 
 /** Events/s stored by one service process of the checkout at `cwd`, with the load spread over `keys`. */
-async function ingestOver(uri: string, dbName: string, keys: string[], cwd: string, env: Record<string, string> = {}): Promise<number> {
+export async function ingestOver(uri: string, dbName: string, keys: string[], cwd: string, env: Record<string, string> = {}): Promise<number> {
   const service = await startProcess('src/main.ts', { ...serviceEnv(uri, dbName), ...env }, cwd);
   try {
     let n = 0;

@@ -1,12 +1,16 @@
 /** Stored document shapes and the mapping from a stored event to its API form. */
 import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
-import type { TEvent } from '../domain/event';
+import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
 import { eventSha256 } from '../domain/ledger/eventHash';
 
-export interface EventDoc {
-  /** UUIDv7 as text: sorts by creation time and compares the same on MongoDB and FerretDB. */
-  _id: string;
+/**
+ * A stored event: the table's fields (src/domain/eventFields.ts; `_id` is the event id, a UUIDv7 as text,
+ * which sorts by creation time and compares the same on MongoDB and FerretDB; metadata is JSON text,
+ * since FerretDB rejects keys with `.` or a leading `$` and nested arrays, and MongoDB restricts such keys
+ * too) and what the service keeps beside them.
+ */
+export interface EventDoc extends StoredEventFields {
   /** The organization that owns the event: always the API key's, whatever organization_id says. */
   tenant: string;
   /** Per-tenant gapless sequence number, claimed through a unique index; the ledger's order. */
@@ -14,22 +18,7 @@ export interface EventDoc {
   /** UTC month of receipt (`YYYY-MM`) and the event's position within it: the monthly cap's count. */
   month: string;
   month_seq: number;
-  ts: Date;
   received_at: Date;
-  actor_id: string;
-  actor_name: string | null;
-  actor_email: string | null;
-  action: string;
-  resource_type: string;
-  resource_id: string;
-  resource_name: string | null;
-  /**
-   * Metadata as JSON text. FerretDB rejects keys with `.` or a leading `$` and nested arrays, and
-   * MongoDB restricts such keys too; text keeps any JSON object exactly on both.
-   */
-  metadata: string;
-  organization_id: string;
-  api_key_id: string;
   /** The Idempotency-Key the event was sent with, if any (not part of its API form). */
   idempotency_key?: string;
 }
@@ -72,48 +61,14 @@ export interface ApiKeyUseDoc {
 }
 
 /** The API form of a stored event (interface.md §2.1); absent optional fields are null. */
-export function toEvent(doc: EventDoc): TEvent {
-  return {
-    id: doc._id,
-    timestamp: doc.ts.toISOString(),
-    actor_id: doc.actor_id,
-    actor_name: doc.actor_name,
-    actor_email: doc.actor_email,
-    action: doc.action,
-    resource_type: doc.resource_type,
-    resource_id: doc.resource_id,
-    resource_name: doc.resource_name,
-    metadata: JSON.parse(doc.metadata) as Record<string, unknown>,
-    organization_id: doc.organization_id,
-    api_key_id: doc.api_key_id,
-  };
-}
+export const toEvent: (doc: EventDoc) => TEvent = toApiEvent;
+
+/** The same event as JSON text, written without parsing the stored metadata back: the export's hot loop. */
+export const toEventJson: (doc: EventDoc) => string = toApiEventJson;
 
 /** The ledger's hash of a stored event (`domain/ledger/eventHash.ts`), from the stored metadata text as it is. */
 export function eventSha256OfDoc(doc: EventDoc): string {
-  return eventSha256(
-    {
-      id: doc._id, timestamp: doc.ts.toISOString(), actor_id: doc.actor_id, actor_name: doc.actor_name, actor_email: doc.actor_email,
-      action: doc.action, resource_type: doc.resource_type, resource_id: doc.resource_id, resource_name: doc.resource_name,
-      organization_id: doc.organization_id, api_key_id: doc.api_key_id,
-    },
-    doc.metadata,
-  );
-}
-
-/**
- * The same event as JSON text, written without parsing the stored metadata back: the export's hot
- * loop. Key order and content match `JSON.stringify(toEvent(doc))`, which a test checks.
- */
-export function toEventJson(doc: EventDoc): string {
-  const s = JSON.stringify;
-  return (
-    `{"id":${s(doc._id)},"timestamp":${s(doc.ts.toISOString())},"actor_id":${s(doc.actor_id)},` +
-    `"actor_name":${s(doc.actor_name)},"actor_email":${s(doc.actor_email)},"action":${s(doc.action)},` +
-    `"resource_type":${s(doc.resource_type)},"resource_id":${s(doc.resource_id)},` +
-    `"resource_name":${s(doc.resource_name)},"metadata":${doc.metadata},` +
-    `"organization_id":${s(doc.organization_id)},"api_key_id":${s(doc.api_key_id)}}`
-  );
+  return eventSha256(hashInputOfStored(doc));
 }
 
 export interface AccountDoc {

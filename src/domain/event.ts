@@ -3,6 +3,7 @@
  * Field names follow interface.md §2.1 and §4.1 to the letter.
  */
 import { z } from 'zod';
+import { CSV_COLUMNS as CSV_FIELDS, EVENT_FIELDS, type EventField, type TEvent } from './eventFields';
 import { ZLedgerReceipt } from './ledger/receipt';
 import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
@@ -143,23 +144,18 @@ export const ZCreateBatchRequest = z
   .meta({ id: 'CreateEventBatchInput' });
 export type TCreateBatchRequest = z.infer<typeof ZCreateBatchRequest>;
 
+/** A field's schema in the API form, by its kind (src/domain/eventFields.ts). */
+function apiSchema(field: EventField): z.ZodType {
+  const base = field.kind === 'json' ? z.record(z.string(), z.unknown()) : field.kind === 'optionalText' ? z.string().nullable() : z.string();
+  const meta = { ...(field.description ? { description: field.description } : {}), ...(field.examples ? { examples: [...field.examples] } : {}) };
+  return Object.keys(meta).length ? base.meta(meta) : base;
+}
+
+/** An event as the API shows it: every field of the table, in its order. */
 export const ZEvent = z
-  .object({
-    id: z.string().meta({ description: 'UUID (version 7, time-ordered) assigned by the service' }),
-    timestamp: z.string().meta({ description: 'YYYY-MM-DDTHH:mm:ss.sssZ', examples: ['2024-01-15T10:30:00.000Z'] }),
-    actor_id: z.string(),
-    actor_name: z.string().nullable(),
-    actor_email: z.string().nullable(),
-    action: z.string(),
-    resource_type: z.string(),
-    resource_id: z.string(),
-    resource_name: z.string().nullable(),
-    metadata: z.record(z.string(), z.unknown()),
-    organization_id: z.string(),
-    api_key_id: z.string(),
-  })
-  .meta({ id: 'Event' });
-export type TEvent = z.infer<typeof ZEvent>;
+  .object(Object.fromEntries((EVENT_FIELDS as readonly EventField[]).map((field) => [field.api, apiSchema(field)])))
+  .meta({ id: 'Event' }) as unknown as z.ZodObject<{ [K in keyof TEvent]-?: z.ZodType<TEvent[K]> }>;
+export type { TEvent };
 
 export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZEvent, ledger: ZLedgerReceipt });
 export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
@@ -246,15 +242,5 @@ export function isEventId(id: string): boolean {
 // No length or format rule here: any id that is not one of the caller's events is a plain 404.
 export const ZGetEventInput = z.object({ id: text() });
 
-/** The spec's CSV columns, in order (interface.md §4.4 rule 3). Metadata is not exported to CSV. */
-export const CSV_COLUMNS = [
-  'id',
-  'timestamp',
-  'actor_id',
-  'actor_name',
-  'action',
-  'resource_type',
-  'resource_id',
-  'resource_name',
-  'organization_id',
-] as const satisfies readonly (keyof TEvent)[];
+/** The spec's CSV columns, in order (interface.md §4.4 rule 3): from the field table. Metadata is not exported to CSV. */
+export const CSV_COLUMNS = CSV_FIELDS as readonly Exclude<keyof TEvent, 'metadata'>[];

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors';
 import { isEventId, LIMITS, metadataProblem, ZIdempotencyKey } from '../domain/event';
+import { EVENT_FIELDS, type EventField } from '../domain/eventFields';
 import type { EventDraft, WriteUnit } from './writeUnit';
 
 /** The instance-to-instance path; not under /v1 and not in openapi.json. */
@@ -18,7 +19,6 @@ export const MAX_FORWARD_EVENTS = 1000;
 
 const ZDate = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 const id = z.string().min(1).max(LIMITS.id);
-const name = z.string().max(LIMITS.name).nullable();
 
 /** Whether `text` is a JSON object that a create body could have given as metadata. */
 function isMetadataJson(text: string): boolean {
@@ -35,23 +35,30 @@ function isMetadataJson(text: string): boolean {
  * create body, and the receiver takes nothing on trust (the tenant and key are checked against the key
  * by the writer, a cap exemption against its idempotency claim by `Ingest.writeForwarded`).
  */
+const MAX_LENGTH = { id: LIMITS.id, name: LIMITS.name, email: LIMITS.email } as const;
+
+/** A field of the table (src/domain/eventFields.ts) as the wire carries it, checked as strictly as a create body. */
+function wireSchema(field: EventField): z.ZodType {
+  switch (field.kind) {
+    case 'id':
+      return z.string().refine(isEventId, 'must be an event id');
+    case 'time':
+      return ZDate;
+    case 'json':
+      return z.string().max(LIMITS.bodyBytes).refine(isMetadataJson, 'must be the JSON text of a metadata object');
+    case 'optionalText':
+      return z.string().max(MAX_LENGTH[field.max ?? 'name']).nullable();
+    case 'text':
+      return z.string().min(1).max(MAX_LENGTH[field.max ?? 'id']);
+  }
+}
+
 const ZDraft = z.strictObject({
-  _id: z.string().refine(isEventId, 'must be an event id'),
+  ...Object.fromEntries((EVENT_FIELDS as readonly EventField[]).map((field) => [field.stored, wireSchema(field)])),
   tenant: id,
-  ts: ZDate,
   received_at: ZDate,
-  actor_id: id,
-  actor_name: name,
-  actor_email: z.string().max(LIMITS.email).nullable(),
-  action: id,
-  resource_type: id,
-  resource_id: id,
-  resource_name: name,
-  metadata: z.string().max(LIMITS.bodyBytes).refine(isMetadataJson, 'must be the JSON text of a metadata object'),
-  organization_id: id,
-  api_key_id: id,
   idempotency_key: ZIdempotencyKey.optional(),
-}) satisfies z.ZodType<EventDraft>;
+}) as unknown as z.ZodType<EventDraft>;
 
 /** A write unit (writeUnit.ts) on the wire. */
 const ZWireUnit = z.strictObject({ drafts: z.array(ZDraft).min(1).max(10_000), key_hash: z.string().regex(/^[0-9a-f]{64}$/), cap_exempt: z.boolean() });

@@ -13,6 +13,7 @@ import type { LedgerIntegrator } from '../ledger/integrator';
 import type { ApiKeyPrincipal, Principal } from './auth';
 import { draftsOf, type EventContent, freshStamp, type IdempotentWrites, type WriteKind, type Written } from './idempotency';
 import { ExportSlots } from './exportSlots';
+import { contentOf } from '../domain/eventFields';
 
 export const DEFAULT_PAGE_SIZE = 50;
 
@@ -88,21 +89,10 @@ export class EventService {
 
   /** The event a create body describes; a metadata field over its limit is added to `problems`. */
   private contentOf(tenant: string, input: TCreateEventInput, field: string, problems: string[]): EventContent {
-    const metadata = JSON.stringify(input.metadata ?? {});
-    if (Buffer.byteLength(metadata) > this.limits.metadataBytes) problems.push(field);
-    return {
-      ts: input.timestamp ?? null,
-      actor_id: input.actor.id,
-      actor_name: input.actor.name ?? null,
-      actor_email: input.actor.email ?? null,
-      action: input.action,
-      resource_type: input.resource.type,
-      resource_id: input.resource.id,
-      resource_name: input.resource.name ?? null,
-      metadata,
-      // Stored and returned as given, but the event stays in the key's tenant (see README, "organization_id").
-      organization_id: input.organization_id ?? tenant,
-    };
+    // organization_id is stored and returned as given, but the event stays in the key's tenant (docs/api.md, "organization_id").
+    const content = contentOf(input, tenant);
+    if (Buffer.byteLength(content.metadata) > this.limits.metadataBytes) problems.push(field);
+    return content;
   }
 
   private metadataTooLarge(fields: string[]): AppError {

@@ -25,11 +25,12 @@ import { EventReader } from '../db/eventReader';
 import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
 import { describeDbError } from '../db/errors';
 import type { EventDraft } from '../ingest/writeUnit';
+import { clientValues, type EventContent } from '../domain/eventFields';
 import type { Ingest } from '../ingest/ingest';
 import type { ApiKeyPrincipal } from './auth';
 
-/** What a create body says about its event: everything but the id, time of receipt and key, which the service adds. */
-export type EventContent = Omit<EventDraft, '_id' | 'tenant' | 'ts' | 'received_at' | 'api_key_id' | 'idempotency_key'> & { ts: Date | null };
+/** What a create body says about its event (the field table's client fields); the service adds the id, time of receipt and key. */
+export type { EventContent };
 
 /** The request kinds a key can be used for; a key used for one is never taken for another. */
 export type WriteKind = 'event' | 'batch';
@@ -79,10 +80,7 @@ export function freshStamp(count: number, receivedAt: Date, apiKeyId: string): S
  * changes it. Metadata counts as its JSON text: it is stored exactly, key order included.
  */
 export function requestHash(kind: WriteKind, contents: EventContent[]): string {
-  const fields = contents.map((c) => [
-    c.ts?.toISOString() ?? null, c.actor_id, c.actor_name, c.actor_email, c.action,
-    c.resource_type, c.resource_id, c.resource_name, c.metadata, c.organization_id,
-  ]);
+  const fields = contents.map(clientValues);
   return createHash('sha256').update(JSON.stringify([kind, fields])).digest('hex');
 }
 

@@ -4,13 +4,12 @@
  * that hash to the organization and the event's place: the JCS of `{"event_sha256","org","seq","v":1}`.
  */
 import { hash } from 'node:crypto';
-import type { TEvent } from '../event';
 import { canonicalEventText, leafJson } from './formats';
 import { leafHash } from './merkle';
 
-/** Lowercase hex SHA-256 of the event's canonical JSON; `metadataJson`: its metadata as JSON text. */
-export function eventSha256(event: Omit<TEvent, 'metadata'>, metadataJson: string): string {
-  return hash('sha256', canonicalEventText(event, metadataJson), 'hex');
+/** Lowercase hex SHA-256 of the event's canonical JSON; `fields` as `canonicalEventText` takes them. */
+export function eventSha256(fields: Readonly<Record<string, unknown>>): string {
+  return hash('sha256', canonicalEventText(fields), 'hex');
 }
 
 /** The leaf bytes of the event at `seq` in organization `org`'s log (`formats.ts`'s `leafJson`). */

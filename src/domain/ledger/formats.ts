@@ -5,7 +5,7 @@
  * the dashboard (WebCrypto), so the browser checks exactly what the server writes.
  */
 import canonicalize from 'canonicalize';
-import type { TEvent } from '../event';
+import { EVENT_FIELDS, type EventField } from '../eventFields';
 
 export const LEAF_VERSION = 1;
 export const ALG_ED25519 = 0x01;
@@ -36,22 +36,24 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/** The event's fields in RFC 8785's order: by name, compared as UTF-16 code units (JavaScript's own string order). */
+const CANONICAL_ORDER = [...(EVENT_FIELDS as readonly EventField[])].sort((a, b) => (a.api < b.api ? -1 : a.api > b.api ? 1 : 0));
+
 /**
  * The text the ledger hashes for an event: the RFC 8785 canonical JSON of the event exactly as
- * `GET /v1/events/:id` returns it. The twelve keys are fixed, so their canonical order is written out
- * here and only the metadata (given as the JSON text it is stored as) goes through the canonicalizer,
- * none at all when it is empty: on the ingest path of every event. A test holds it equal to
- * `canonicalJson(event)` for every kind of metadata.
+ * `GET /v1/events/:id` returns it. `fields`: the event's fields by API name, json ones as JSON text
+ * (`hashInputOfStored`, `hashInputOfEvent`). The keys' canonical order is fixed, so it is written out
+ * from the field table and only json fields go through the canonicalizer (none at all when empty): on
+ * the ingest path of every event. A test holds it equal to `canonicalJson(event)` for every kind of metadata.
  */
-export function canonicalEventText(event: Omit<TEvent, 'metadata'>, metadataJson: string): string {
-  const s = JSON.stringify;
-  const metadata = metadataJson === '{}' ? '{}' : canonicalJson(JSON.parse(metadataJson));
-  return (
-    `{"action":${s(event.action)},"actor_email":${s(event.actor_email)},"actor_id":${s(event.actor_id)},` +
-    `"actor_name":${s(event.actor_name)},"api_key_id":${s(event.api_key_id)},"id":${s(event.id)},"metadata":${metadata},` +
-    `"organization_id":${s(event.organization_id)},"resource_id":${s(event.resource_id)},"resource_name":${s(event.resource_name)},` +
-    `"resource_type":${s(event.resource_type)},"timestamp":${s(event.timestamp)}}`
-  );
+export function canonicalEventText(fields: Readonly<Record<string, unknown>>): string {
+  let text = '';
+  for (const field of CANONICAL_ORDER) {
+    const value = fields[field.api];
+    const json = field.kind === 'json' ? (value === '{}' ? '{}' : canonicalJson(JSON.parse(value as string))) : JSON.stringify(value ?? null);
+    text += `${text ? ',' : '{'}"${field.api}":${json}`;
+  }
+  return `${text}}`;
 }
 
 /**

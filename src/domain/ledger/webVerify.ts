@@ -5,6 +5,7 @@
  * the hashing differs, so the tests hold this module to the same answers in Node, which has WebCrypto too.
  */
 import type { TEvent } from '../event';
+import { hashInputOfEvent } from '../eventFields';
 import { type Checkpoint, canonicalEventText, fromBase64, keyIdInput, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, signaturesBy } from './formats';
 import { rootFromInclusion, rootsFromConsistency } from './proofWalk';
 import type { TInclusionProof } from './schemas';
@@ -75,8 +76,7 @@ export async function verifyEventInclusion(event: TEvent, proof: TInclusionProof
   const prefix = `${verifier.name}/`;
   if (!checkpoint.origin.startsWith(prefix)) failures.push(`the checkpoint is of the log ${checkpoint.origin}, not one of ${verifier.name}`);
   if (checkpoint.size !== proof.tree_size) failures.push(`the signed checkpoint has ${checkpoint.size} events, not ${proof.tree_size}`);
-  const { metadata, ...fields } = event;
-  const eventHash = hex(await sha256(utf8(canonicalEventText(fields, JSON.stringify(metadata)))));
+  const eventHash = hex(await sha256(utf8(canonicalEventText(hashInputOfEvent(event)))));
   if (eventHash !== proof.event_sha256) failures.push('the event differs from the one the server hashed');
   const leaf = sha256(Uint8Array.of(0), utf8(leafJson(checkpoint.origin.slice(prefix.length), proof.leaf_index + 1, eventHash)));
   const path = proof.inclusion_path.map((p) => fromBase64(p));
