@@ -3,9 +3,8 @@
  * (scripts/bench/ledgerAB.ts; BENCH_AB_PAIRS pairs, default 5) and the proof latency at 10,000 events
  * against a point read. Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb` prints one).
  */
-import { cpus } from 'node:os';
 import { abLines, measureLedgerAB } from './bench/ledgerAB';
-import { recordBenchmark } from './bench/common';
+import { recordBenchmark, runHeading } from './bench/common';
 import { measureProofLatencyAt, PROOF_EVENTS, proofLatencyLine } from './bench/proofLatency';
 
 async function main(): Promise<void> {
@@ -15,7 +14,7 @@ async function main(): Promise<void> {
   if (!result) process.exit(1);
   const proofs = await measureProofLatencyAt(uri, `bench_${Date.now()}_proofs`, PROOF_EVENTS);
   const lines = [
-    `## ${new Date().toISOString().slice(0, 10)}: the ledger, \`npm run bench:ledger\` (${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version})`,
+    await runHeading(uri, 'the ledger, `npm run bench:ledger`'),
     '',
     ...abLines(result),
     proofLatencyLine(PROOF_EVENTS, proofs),

@@ -7,7 +7,7 @@
  *   - the commit before the ledger, A/B against this one (scripts/bench/ledgerAB.ts).
  * Every figure is printed as a ratio to its limit and written to BENCHMARKS.md. Not a test: it asserts nothing.
  */
-import { cpus, totalmem, type as osType, release } from 'node:os';
+import { totalmem, type as osType, release } from 'node:os';
 import { MongoClient } from 'mongodb';
 import { v7 as uuidv7 } from 'uuid';
 import { collections, ensureIndexes } from '../src/db/database';
@@ -16,7 +16,7 @@ import { measureFerretReads } from './bench/ferretReads';
 import { measureProofLatency } from './bench/proofLatency';
 import { abLines, abRows, measureLedgerAB } from './bench/ledgerAB';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
-import { BENCH_PLAN_CAPS, CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
+import { BENCH_PLAN_CAPS, CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, runHeading, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
 import { loadConfig } from '../src/config/env';
 
 function eventDoc(tenant: string, seq: number) {
@@ -217,9 +217,9 @@ async function main(): Promise<void> {
     ...(ab ? abRows(ab) : []),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const heading = await runHeading(uri, '`npm run bench`');
   const lines2 = [
-    `## ${new Date().toISOString().slice(0, 10)}: ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${osType()} ${release()}, Node ${process.version}`,
+    `${heading}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${osType()} ${release()}`,
     '',
     `Database: ${database}. Load: autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run, on the same machine as the server. ${stored} events stored by the ingest run; the export read them all.`,
     '',

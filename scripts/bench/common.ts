@@ -161,19 +161,17 @@ export async function load(options: autocannon.Options): Promise<Load> {
 }
 
 
-const BENCHMARKS_HEADER = '# Benchmarks\n\nWritten by `npm run bench` (scripts/bench.ts) and `npm run bench:ledger` (the ledger\'s A/B alone). Newest run first; read the ratios, not the absolute numbers: the machines are shared and noisy.\n\n';
+/** Where runs go in BENCHMARKS.md: below the summary table, newest first. */
+const RUNS_MARKER = '<!-- runs: the scripts add each run below this line, newest first -->';
 
-/** Puts a run's section (starting `## `) at the top of BENCHMARKS.md, above the earlier runs. */
+/** Puts a run's section (starting `## `) at the top of BENCHMARKS.md's runs, below its summary table, which is kept as it is. */
 export function recordBenchmark(lines: readonly string[]): void {
   const file = join(ROOT, 'BENCHMARKS.md');
-  let previous: string;
-  try {
-    previous = readFileSync(file, 'utf8');
-  } catch {
-    previous = '';
-  }
-  const earlier = previous.startsWith('# Benchmarks') && previous.includes('\n## ') ? previous.slice(previous.indexOf('\n## ') + 1) : '';
-  writeFileSync(file, `${BENCHMARKS_HEADER}${lines.join('\n')}\n${earlier}`);
+  const previous = readFileSync(file, 'utf8');
+  const at = previous.indexOf(RUNS_MARKER);
+  if (at < 0) throw new Error(`BENCHMARKS.md has no "${RUNS_MARKER}" line: where would the run go?`);
+  const head = previous.slice(0, at + RUNS_MARKER.length);
+  writeFileSync(file, `${head}\n\n${lines.join('\n')}\n${previous.slice(at + RUNS_MARKER.length).replace(/^\n+/, '\n')}`);
 }
 
 /**

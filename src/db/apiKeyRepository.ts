@@ -1,5 +1,10 @@
 /** API keys: only the SHA-256 of a key is stored; the key itself exists once, in the creation answer. */
+import { randomUUID } from 'node:crypto';
 import { generateApiKey, newPublicId } from '../domain/apiKey';
+import { mapLimited } from '../domain/limited';
+
+/** Point reads of one call in flight at once (src/domain/limited.ts). */
+const POINT_READS_IN_FLIGHT = 16;
 import type { ApiKeyDoc } from './documents';
 import type { Collections } from './database';
 import { isDuplicateKey } from './errors';
@@ -67,8 +72,62 @@ export class OrgApiKeys {
   /** Revokes one of the organization's keys; null when it has no key with this id. Revoking twice keeps the first time. */
   async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
     await this.c.apiKeys.updateOne({ key_id: keyId, org_id: this.orgId, revoked_at: null }, { $set: { revoked_at: now } });
+    await markRevocation(this.c);
     const [doc] = await withLastUse(this.c, await this.c.apiKeys.find({ key_id: keyId, org_id: this.orgId }).toArray());
     return doc ?? null;
+  }
+}
+
+/** Changes the revocation mark, after the key's document says it is revoked: a writer that sees the new mark re-checks its keys. */
+async function markRevocation(c: Collections): Promise<void> {
+  try {
+    await c.revocations.updateOne({ _id: 'keys' }, { $set: { mark: randomUUID() } }, { upsert: true, writeConcern: { w: 'majority', j: true } });
+  } catch (error) {
+    // Two first revocations at once (FerretDB's upsert is not atomic): the other one set the mark.
+    if (!isDuplicateKey(error)) throw error;
+  }
+}
+
+/**
+ * The writer's check that the keys of a round are still active, right before it stores their events
+ * (authentication may have used a key found active seconds ago). A key found active stays trusted until
+ * the revocation mark changes: then every key is looked up again. So a round costs one point read (the
+ * mark) plus one per key not seen before, however many organizations it holds, and a revocation applies
+ * from the next round on, on every instance. (Looking every key up each round cost half the ingest of
+ * sixteen busy organizations on FerretDB; an `$in` reads every key of the installation there.)
+ */
+export class ActiveKeys {
+  private known = new Map<string, { org_id: string }>();
+  private mark: string | null | undefined;
+
+  constructor(private readonly keys: ApiKeyRepository) {}
+
+  /** The active keys among `hashes`, with their organizations. */
+  async among(hashes: readonly string[]): Promise<Map<string, { org_id: string }>> {
+    const mark = await this.keys.revocationMark();
+    if (mark !== this.mark) {
+      this.known = new Map();
+      this.mark = mark;
+    }
+    const unknown = hashes.filter((hash) => !this.known.has(hash));
+    if (unknown.length > 0) {
+      const found = await this.keys.activeAmong(unknown);
+      // Trusted only if no revocation happened while they were read.
+      if ((await this.keys.revocationMark()) === mark) for (const [hash, key] of found) this.known.set(hash, key);
+      else this.mark = undefined;
+      const result = new Map<string, { org_id: string }>();
+      for (const hash of hashes) {
+        const key = this.known.get(hash) ?? found.get(hash);
+        if (key) result.set(hash, key);
+      }
+      return result;
+    }
+    return new Map(hashes.flatMap((hash) => { const key = this.known.get(hash); return key ? [[hash, key] as const] : []; }));
+  }
+
+  /** Forgets every key (tests; a key known revoked). */
+  clear(): void {
+    this.known = new Map();
   }
 }
 
@@ -100,19 +159,21 @@ export class ApiKeyRepository {
     return this.c.apiKeys.findOne({ _id: hash, revoked_at: null });
   }
 
-  /**
-   * Which of these key hashes belong to active keys, with each one's organization (the writer checks a
-   * round's keys again just before it writes). One point read per key, never an `$in`: FerretDB answers
-   * an `$in` by reading every key of the installation, so a round would cost more the more organizations exist.
-   */
+  /** Which of these key hashes belong to active keys, with each one's organization: point reads, never an `$in`. */
   async activeAmong(hashes: readonly string[]): Promise<Map<string, { org_id: string }>> {
-    const docs = await Promise.all(hashes.map((hash) => this.c.apiKeys.findOne({ _id: hash, revoked_at: null }, { projection: { _id: 1, org_id: 1 } })));
+    const docs = await mapLimited(hashes, POINT_READS_IN_FLIGHT, (hash) => this.c.apiKeys.findOne({ _id: hash, revoked_at: null }, { projection: { _id: 1, org_id: 1 } }));
     return new Map(docs.filter((doc) => doc !== null).map((doc) => [doc._id, { org_id: doc.org_id }]));
+  }
+
+  /** The revocation mark now (RevocationMarkDoc), or null when no key was ever revoked. */
+  async revocationMark(): Promise<string | null> {
+    return (await this.c.revocations.findOne({ _id: 'keys' }))?.mark ?? null;
   }
 
   /** The operator's revocation by public id; null when no key has it. Revoking twice keeps the first time. */
   async revoke(keyId: string, now: Date): Promise<ApiKeyDoc | null> {
     await this.c.apiKeys.updateOne({ key_id: keyId, revoked_at: null }, { $set: { revoked_at: now } });
+    await markRevocation(this.c);
     const [doc] = await withLastUse(this.c, await this.c.apiKeys.find({ key_id: keyId }).toArray());
     return doc ?? null;
   }

@@ -1,7 +1,7 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import type {
-  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc, OrgDoc, SessionDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc, OrgDoc, SessionDoc,
 } from './documents';
 
 export interface Collections {
@@ -9,6 +9,8 @@ export interface Collections {
   orgs: Collection<OrgDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   apiKeyUses: Collection<ApiKeyUseDoc>;
+  /** One document, read and written by `_id`. */
+  revocations: Collection<RevocationMarkDoc>;
   accounts: Collection<AccountDoc>;
   sessions: Collection<SessionDoc>;
   authAttempts: Collection<AuthAttemptDoc>;
@@ -27,6 +29,7 @@ export function collections(db: Db): Collections {
     orgs: db.collection<OrgDoc>('organizations'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
     apiKeyUses: db.collection<ApiKeyUseDoc>('api_key_uses'),
+    revocations: db.collection<RevocationMarkDoc>('key_revocations'),
     accounts: db.collection<AccountDoc>('accounts'),
     sessions: db.collection<SessionDoc>('sessions'),
     authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),

@@ -54,6 +54,16 @@ export interface ApiKeyDoc {
  * updates of a document (it writes back the whole document it read), so a use recorded at the moment
  * of a revocation could undo the revocation. The revocation is the only update of a key's document.
  */
+/**
+ * One document (`_id: 'keys'`) whose `mark` changes whenever a key is revoked: the writer re-checks the
+ * keys of a round only when it changed (src/db/apiKeyRepository.ts, `ActiveKeys`). Set, never
+ * incremented: FerretDB may lose one of two concurrent updates, and either new value is a change.
+ */
+export interface RevocationMarkDoc {
+  _id: 'keys';
+  mark: string;
+}
+
 export interface ApiKeyUseDoc {
   /** The key's hash (its document's `_id`). */
   _id: string;

@@ -67,7 +67,7 @@ export class EventInserts {
   private async reconcile(docs: EventDoc[], error: MongoServerError): Promise<InsertOutcome> {
     try {
       const tenants = [...new Set(docs.map((doc) => doc.tenant))];
-      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1, seq: 1 } }).toArray();
+      const found = await this.c.events.find({ tenant: { $in: tenants }, _id: { $in: docs.map((doc) => doc._id) } }, { projection: { _id: 1, seq: 1 }, batchSize: docs.length }).toArray();
       // Stored by this insert only where the number is ours too: the same id at another number was
       // stored before (a retried event), which the duplicate path answers with the stored event.
       const storedAt = new Map(found.map((doc) => [doc._id, doc.seq]));

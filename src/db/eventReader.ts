@@ -97,7 +97,8 @@ export class EventReader {
   async getMany(ids: string[]): Promise<Map<string, EventDoc>> {
     if (ids.length === 0) return new Map();
     // One id as an equality: FerretDB serves that from an index, but never an `$in` (MongoDB serves both).
-    const found = await this.c.events.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }).toArray();
+    // One batch: a cursor left open holds one of FerretDB's PostgreSQL connections (src/domain/limited.ts).
+    const found = await this.c.events.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }, { batchSize: ids.length }).toArray();
     return new Map(found.map((doc) => [doc._id, doc]));
   }
 

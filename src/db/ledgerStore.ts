@@ -17,6 +17,8 @@ export function tileDoc(tenant: string, { level, index, hashes }: Tile): LedgerT
 }
 
 const DURABLE = { writeConcern: { w: 'majority' as const, j: true } };
+/** Statements in one update command of heads: well below FerretDB's 50 PostgreSQL connections (see raiseHeads). */
+const HEAD_UPDATES_PER_COMMAND = 16;
 
 /** The checkpoint of `tenant`'s log of `size` leaves has this id, whoever signs it. */
 export function checkpointId(tenant: string, size: number): string {
@@ -73,7 +75,7 @@ export class TenantLedgerStore {
 
   /** Events with from ≤ seq ≤ to, in order: the ones a round was not handed. */
   eventsBetween(from: number, to: number): Promise<EventDoc[]> {
-    return this.c.events.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }).sort({ seq: 1 }).toArray();
+    return this.c.events.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
   }
 
   /** A reseal's writes: planted checkpoints out, the rebuilt tiles and checkpoint in, the head set (not raised). */
@@ -96,14 +98,15 @@ export class LedgerStore {
   /** The heads of these organizations, in one read. */
   async heads(tenants: readonly string[]): Promise<Map<string, number>> {
     if (tenants.length === 0) return new Map();
-    const docs = await this.c.ledgerHeads.find({ _id: { $in: [...tenants] } }).toArray();
+    // One batch: a cursor left open holds one of FerretDB's PostgreSQL connections (src/domain/limited.ts).
+    const docs = await this.c.ledgerHeads.find({ _id: { $in: [...tenants] } }, { batchSize: tenants.length }).toArray();
     return new Map(docs.map((doc) => [doc._id, doc.size]));
   }
 
   /** These checkpoints, by id, in one read. */
   async checkpoints(ids: readonly string[]): Promise<Map<string, LedgerCheckpointDoc>> {
     if (ids.length === 0) return new Map();
-    const docs = await this.c.ledgerCheckpoints.find({ _id: { $in: [...ids] } }).toArray();
+    const docs = await this.c.ledgerCheckpoints.find({ _id: { $in: [...ids] } }, { batchSize: ids.length }).toArray();
     return new Map(docs.map((doc) => [doc._id, doc]));
   }
 
@@ -135,21 +138,32 @@ export class LedgerStore {
   }
 
   /**
-   * Moves heads up (never down: instances may finish rounds out of order), in one write. A first upsert
-   * that raced another (FerretDB's upsert is not atomic) is refused as a duplicate; then the document
-   * exists, and the second try updates it.
+   * Moves heads up (never down: instances may finish rounds out of order). `existing`: the tenants whose
+   * head the round read. Those are raised by `$max` updates, at most HEAD_UPDATES_PER_COMMAND to a
+   * command; the others get their first head by one insert, and one raced by another instance's first
+   * insert (a duplicate) is raised after it. No upserts and no large update commands: FerretDB 1.24 keeps
+   * every statement's PostgreSQL connection until its `update` command ends (handler/msg_update.go defers
+   * the close inside its loop), so a command of 50 or more statements waits for a connection it holds
+   * itself, and the server stops answering anyone (docs/operations.md, "FerretDB").
    */
-  async raiseHeads(sizes: ReadonlyMap<string, number>): Promise<void> {
-    const ops = (tenants: readonly string[]): AnyBulkWriteOperation<LedgerHeadDoc>[] =>
-      tenants.map((tenant) => ({ updateOne: { filter: { _id: tenant }, update: { $max: { size: sizes.get(tenant) ?? 0 } }, upsert: true } }));
-    const tenants = [...sizes.keys()];
-    if (tenants.length === 0) return;
+  async raiseHeads(sizes: ReadonlyMap<string, number>, existing: ReadonlySet<string>): Promise<void> {
+    const raise = async (tenants: string[]) => {
+      for (let at = 0; at < tenants.length; at += HEAD_UPDATES_PER_COMMAND) {
+        const ops: AnyBulkWriteOperation<LedgerHeadDoc>[] = tenants
+          .slice(at, at + HEAD_UPDATES_PER_COMMAND)
+          .map((tenant) => ({ updateOne: { filter: { _id: tenant }, update: { $max: { size: sizes.get(tenant) ?? 0 } } } }));
+        await this.c.ledgerHeads.bulkWrite(ops, { ordered: false, ...DURABLE });
+      }
+    };
+    const fresh = [...sizes.keys()].filter((tenant) => !existing.has(tenant));
+    await raise([...sizes.keys()].filter((tenant) => existing.has(tenant)));
+    if (fresh.length === 0) return;
     try {
-      await this.c.ledgerHeads.bulkWrite(ops(tenants), { ordered: false, ...DURABLE });
+      await this.c.ledgerHeads.insertMany(fresh.map((tenant) => ({ _id: tenant, size: sizes.get(tenant) ?? 0 })), { ordered: false, ...DURABLE });
     } catch (error) {
       const failed = refusals(error);
       if ([...failed.values()].some((code) => code !== DUPLICATE_KEY)) throw error;
-      await this.c.ledgerHeads.bulkWrite(ops([...failed.keys()].map((index) => tenants[index] as string)), { ordered: false, ...DURABLE });
+      await raise([...failed.keys()].map((index) => fresh[index] as string));
     }
   }
 

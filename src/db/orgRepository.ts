@@ -4,6 +4,7 @@ import type { Plan } from '../domain/plan';
 import { newPublicId } from '../domain/apiKey';
 import type { OrgDoc } from './documents';
 import type { Collections } from './database';
+import { mapLimited } from '../domain/limited';
 
 export interface OrgView {
   id: string;
@@ -54,7 +55,7 @@ export class OrgRepository {
 
   /** Caps of several organizations (the writer's, at most once a second each): point reads, never an `$in` (see ApiKeyRepository.activeAmong). */
   async caps(ids: readonly string[]): Promise<Map<string, number>> {
-    const orgs = await Promise.all(ids.map((id) => this.c.orgs.findOne({ _id: id }, { projection: { plan: 1, monthly_cap: 1 } })));
+    const orgs = await mapLimited(ids, 16, (id) => this.c.orgs.findOne({ _id: id }, { projection: { plan: 1, monthly_cap: 1 } }));
     return new Map(orgs.filter((org) => org !== null).map((org) => [org._id, this.capOf(org)]));
   }
 }

@@ -32,8 +32,9 @@
  */
 import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
+import { mapLimited } from '../domain/limited';
 import { type Clock, utcMonth } from '../domain/time';
-import type { ApiKeyRepository } from '../db/apiKeyRepository';
+import type { ActiveKeys } from '../db/apiKeyRepository';
 import type { EventDoc } from '../db/documents';
 import { describeDbError, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
 import type { EventInserts, InsertOutcome } from '../db/eventInserts';
@@ -97,6 +98,8 @@ const CAP_RECHECK_MS = 10_000;
 const CAP_CACHE_MS = 1000;
 /** Tenants kept for their known newest events; past this many, idle ones are dropped (found again when needed). */
 const MAX_IDLE_TENANTS = 10_000;
+/** Point reads per round (keys, caps, newest events) in flight at once: a round may hold a thousand tenants. */
+export const TENANT_READS_IN_FLIGHT = 16;
 
 export interface WriterStats {
   batches: number;
@@ -128,7 +131,8 @@ export class EventWriter {
     /** A tenant's stored events by id: how a duplicate is told from a lost race. */
     private readonly readerOf: (tenant: string) => Pick<EventReader, 'getMany'>,
     private readonly orgs: OrgRepository,
-    private readonly keys: ApiKeyRepository,
+    /** The round's keys, checked again right before the write. */
+    private readonly keys: Pick<ActiveKeys, 'among'>,
     private readonly clock: Clock,
     private readonly log: Logger,
     /** Told about keys found revoked at commit, so authentication stops trusting them at once. */
@@ -261,9 +265,9 @@ export class EventWriter {
   private async admitted(pending: Pending[]): Promise<Pending[]> {
     const ids = [...new Set(pending.map((p) => p.tenant))];
     const [activeKeys] = await Promise.all([
-      this.keys.activeAmong([...new Set(pending.map((p) => p.unit.keyHash))]),
+      this.keys.among([...new Set(pending.map((p) => p.unit.keyHash))]),
       this.refreshCaps(ids, this.clock.now().getTime()),
-      ...ids.map(async (id) => {
+      mapLimited(ids.filter((id) => !this.tenant(id).newest), TENANT_READS_IN_FLIGHT, async (id) => {
         const tenant = this.tenant(id);
         tenant.newest ??= (await this.inserts.newest(id, tenant.taken)) ?? NO_EVENTS;
       }),

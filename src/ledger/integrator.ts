@@ -23,6 +23,7 @@ import { checkpointText } from '../domain/ledger/formats';
 import { nodesOf, rootHash } from '../domain/ledger/merkle';
 import { signNote, type Signer } from '../domain/ledger/note';
 import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WIDTH } from '../domain/ledger/tiles';
+import { mapLimited } from '../domain/limited';
 import type { Clock } from '../domain/time';
 import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import { describeDbError } from '../db/errors';
@@ -35,6 +36,8 @@ const MAX_ROUND = 20_000;
 const IDLE_MS = 60_000;
 /** A halted log is looked at again this often: an operator's `ledger reseal` elsewhere resumes it. */
 const HALT_RECHECK_MS = 30_000;
+/** Logs whose reads (a load, events read back) run at once in a round. */
+const LOG_READS_IN_FLIGHT = 8;
 
 /**
  * The ledger state of an organization cannot be trusted, so nothing more is signed for it: a stored
@@ -258,7 +261,7 @@ export class LedgerIntegrator {
     // A head behind what this instance signed: FerretDB lost a raise to a concurrent one (it writes back
     // the whole document an update read, so of two `$max` at once the lower may win). Put it right.
     const raises = new Map<string, number>();
-    await Promise.all(due.map(async (tenant) => {
+    await mapLimited(due, LOG_READS_IN_FLIGHT, async (tenant) => {
       const state = this.state(tenant);
       if (!state.loaded) return;
       if ((heads.get(tenant) ?? 0) < state.size) raises.set(tenant, state.size);
@@ -268,12 +271,12 @@ export class LedgerIntegrator {
       } catch (error) {
         fail(tenant, error);
       }
-    }));
+    });
 
     const signed = await this.write(plans, fail);
     for (const plan of signed) raises.set(plan.tenant, plan.extension.size);
     try {
-      await this.store.raiseHeads(raises);
+      await this.store.raiseHeads(raises, new Set(heads.keys()));
     } catch (error) {
       for (const plan of signed) fail(plan.tenant, error);
       return this.finish(failures, asked);
@@ -331,7 +334,7 @@ export class LedgerIntegrator {
       for (const tenant of tenants) fail(tenant, error);
       return;
     }
-    await Promise.all(tenants.map(async (tenant) => {
+    await mapLimited(tenants, LOG_READS_IN_FLIGHT, async (tenant) => {
       const state = this.state(tenant);
       try {
         let newest = named.get(checkpointId(tenant, heads.get(tenant) ?? 0)) ?? null;
@@ -362,7 +365,7 @@ export class LedgerIntegrator {
       } catch (error) {
         fail(tenant, error);
       }
-    }));
+    });
   }
 
   /** The leaf hashes of the log's next events, up to MAX_ROUND: those handed over, the others read back by sequence number. */

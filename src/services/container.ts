@@ -3,7 +3,7 @@ import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config, Limits } from '../config/env';
 import { AccountRepository } from '../db/accountRepository';
-import { ApiKeyRepository } from '../db/apiKeyRepository';
+import { ActiveKeys, ApiKeyRepository } from '../db/apiKeyRepository';
 import { AuthAttemptRepository } from '../db/authAttemptRepository';
 import { collections, ensureIndexes, type Collections } from '../db/database';
 import { OrgRepository } from '../db/orgRepository';
@@ -76,7 +76,7 @@ export async function createServices(
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
-  const writer = new EventWriter(new EventInserts(c, log), (tenant) => new EventReader(c, tenant), orgs, apiKeys, clock, log, forgetKey, (docs) => { integrator.stored(docs); });
+  const writer = new EventWriter(new EventInserts(c, log), (tenant) => new EventReader(c, tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); });
   const ingest = new Ingest(c, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;
   const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs);
