@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   const ingest = await loadWithCpu(service.child.pid ?? 0, { url: service.url, headers, requests: singleEventRequests() });
   console.log(`ingest: ${ingest.rps.toFixed(0)} events/s, p50 ${ingest.p50} ms, p99 ${ingest.p99} ms, non-2xx ${ingest.non2xx}, errors ${ingest.errors}; CPU ${ingest.cpuMsPerRequest.toFixed(3)} ms per event (hello-world ${helloLoad.cpuMsPerRequest.toFixed(3)} ms per request)`);
 
-  const ids = (await services.collections.events.find({ tenant: org._id }, { projection: { _id: 1 } }).limit(1000).toArray()).map((d) => d._id);
+  const ids = (await collections(services.db).events.find({ tenant: org._id }, { projection: { _id: 1 } }).limit(1000).toArray()).map((d) => d._id);
   let next = 0;
   const getById = await load({
     url: service.url,
@@ -144,7 +144,7 @@ async function main(): Promise<void> {
   const rawList = await rawConcurrent(() => events.find({ tenant: org._id, actor_id: 'user_7' }).sort({ ts: -1, _id: -1 }).limit(51).toArray());
   console.log(`limit  raw findOne by id: ${rawGet.rps.toFixed(0)}/s, p99 ${rawGet.p99} ms; raw filtered find: ${rawList.rps.toFixed(0)}/s, p99 ${rawList.p99} ms`);
 
-  const stored = await services.collections.events.countDocuments({ tenant: org._id });
+  const stored = await collections(services.db).events.countDocuments({ tenant: org._id });
   const raw = await rawRead(client, dbName, org._id);
   const rssBefore = rssOf(service.child.pid ?? 0);
   let peakRss = rssBefore;

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger';
 import { createServices } from '../../src/services/container';
 import { serviceEnv, startProcess, stop } from './common';
 import { loadConfig } from '../../src/config/env';
+import { collections } from '../../src/db/database';
 
 export interface ReadFigures {
   events: number;
@@ -57,7 +58,7 @@ async function measureAt(client: MongoClient, uri: string, dbName: string, size:
         organization_id: org._id, api_key_id: 'key_bench',
       });
     }
-    await services.collections.events.insertMany(docs, { ordered: true });
+    await collections(services.db).events.insertMany(docs, { ordered: true });
   }
   const service = await startProcess('src/main.ts', serviceEnv(uri, dbName));
   const headers = { authorization: `Bearer ${key}` };

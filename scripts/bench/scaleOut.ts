@@ -7,6 +7,7 @@
  */
 import type { Services } from '../../src/services/container';
 import { BODIES, CONNECTIONS, load, type Load, type Proc, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
+import { collections } from '../../src/db/database';
 
 const WARM_UP_SECONDS = 2;
 
@@ -24,8 +25,8 @@ export interface ScaleRun {
 
 async function gapless(services: Services, tenants: string[]): Promise<boolean> {
   for (const tenant of tenants) {
-    const count = await services.collections.events.countDocuments({ tenant });
-    const newest = await services.collections.events.findOne({ tenant }, { sort: { seq: -1 }, projection: { seq: 1 } });
+    const count = await collections(services.db).events.countDocuments({ tenant });
+    const newest = await collections(services.db).events.findOne({ tenant }, { sort: { seq: -1 }, projection: { seq: 1 } });
     if ((newest?.seq ?? 0) !== count) return false;
   }
   return true;

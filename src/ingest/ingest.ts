@@ -10,9 +10,9 @@
  */
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
-import type { Collections } from '../db/database';
+import type { Stores } from '../db/stores';
 import type { EventDoc } from '../db/documents';
-import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
+import { claimIdOf, type IdempotencyRepository } from '../db/idempotencyRepository';
 import type { EventWriter, WriterStats } from './eventWriter';
 import { unitTenant, type EventDraft, type WriteUnit } from './writeUnit';
 import { Forwarder, UNDELIVERED } from './forwarder';
@@ -33,7 +33,7 @@ export class Ingest {
   private readonly claims: IdempotencyRepository;
 
   constructor(
-    c: Collections,
+    stores: Stores,
     private readonly writer: EventWriter,
     /** The installation's key for instance-to-instance messages. */
     readonly auth: InstanceAuth,
@@ -43,9 +43,9 @@ export class Ingest {
     /** How many of the live instances write events (INGEST_WRITERS). */
     writers = 1,
   ) {
-    this.instances = new Instances(c.instances, auth, log, writers);
+    this.instances = new Instances(stores.instances, auth, log, writers);
     this.forwarder = new Forwarder(auth, log, (peer) => { this.instances.markDown(peer); });
-    this.claims = new IdempotencyRepository(c);
+    this.claims = stores.claims;
   }
 
   get stats(): IngestStats {

@@ -3,7 +3,8 @@ import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config, Limits } from '../config/env';
 import { AccountRepository } from '../db/accountRepository';
-import { ActiveKeys, ApiKeyRepository } from '../db/apiKeyRepository';
+import { ActiveKeys, type ApiKeyRepository } from '../db/apiKeyRepository';
+import { Stores } from '../db/stores';
 import { AuthAttemptRepository } from '../db/authAttemptRepository';
 import { collections, ensureIndexes, type Collections } from '../db/database';
 import { OrgRepository } from '../db/orgRepository';
@@ -11,14 +12,11 @@ import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { TokenBuckets } from '../domain/tokenBuckets';
 import { EventWriter } from '../ingest/eventWriter';
-import { EventInserts } from '../db/eventInserts';
-import { EventReader } from '../db/eventReader';
 import { Ingest } from '../ingest/ingest';
 import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
 import { LedgerReader } from '../ledger/reader';
-import { LedgerStore } from '../db/ledgerStore';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
@@ -30,7 +28,6 @@ import { UsageService } from './usage';
 
 export interface Services {
   db: Db;
-  collections: Collections;
   orgs: OrgRepository;
   apiKeys: ApiKeyRepository;
   auth: ApiKeyAuthenticator;
@@ -66,25 +63,25 @@ export async function createServices(
   const c = collections(db);
   await ensureIndexes(c);
   const orgs = new OrgRepository(c, config.planCaps);
-  const apiKeys = new ApiKeyRepository(c);
+  const stores = new Stores(c, log);
+  const apiKeys = stores.apiKeys;
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const forgetKey = (hash: string) => { auth.forget(hash); };
   // Without options (the admin CLI), the ledger serves reads and never signs.
   const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: config.ledgerIntervalMs };
-  const ledgerStore = new LedgerStore(c);
+  const ledgerStore = stores.ledger;
   const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
-  const writer = new EventWriter(new EventInserts(c, log), (tenant) => new EventReader(c, tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); });
-  const ingest = new Ingest(c, writer, instanceAuth, log, forgetKey, config.ingestWriters);
+  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); });
+  const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;
-  const idempotent = new IdempotentWrites(c, ingest, clock, log, config.idempotencyTtlMs);
-  const events = new EventService(c, ingest, idempotent, clock, integrator, limits);
+  const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
+  const events = new EventService(stores, ingest, idempotent, clock, integrator, limits);
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,
-    collections: c,
     orgs,
     apiKeys,
     auth,

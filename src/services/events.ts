@@ -5,9 +5,9 @@ import { decodeCursor, encodeCursor } from '../domain/cursor';
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId, type TCreateBatchOutput, type TCreateEventInput, type TCreateEventOutput, type TEvent, type TEventFilters, type TListEventsInput, type TListEventsOutput } from '../domain/event';
 import type { Clock } from '../domain/time';
-import type { Collections } from '../db/database';
+import type { Stores } from '../db/stores';
 import { toEvent, type EventDoc } from '../db/documents';
-import { EventReader, type EventQuery } from '../db/eventReader';
+import type { EventReader, EventQuery } from '../db/eventReader';
 import type { Ingest } from '../ingest/ingest';
 import type { LedgerIntegrator } from '../ledger/integrator';
 import type { ApiKeyPrincipal, Principal } from './auth';
@@ -45,7 +45,7 @@ export class EventService {
   private readonly exportSlots: ExportSlots;
 
   constructor(
-    private readonly c: Collections,
+    private readonly stores: Stores,
     private readonly ingest: Ingest,
     private readonly idempotent: IdempotentWrites,
     private readonly clock: Clock,
@@ -58,7 +58,7 @@ export class EventService {
 
   /** Events are read through a reader bound to the caller's organization, and no other. */
   readerFor(principal: Principal): EventReader {
-    return new EventReader(this.c, principal.tenant);
+    return this.stores.events(principal.tenant);
   }
 
   /** One event; with `key`, exactly once however often it is sent (services/idempotency.ts). */

@@ -19,10 +19,9 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
 import type { Clock } from '../domain/time';
-import type { Collections } from '../db/database';
+import type { Stores } from '../db/stores';
 import type { EventDoc, IdempotencyClaimDoc } from '../db/documents';
-import { EventReader } from '../db/eventReader';
-import { claimIdOf, IdempotencyRepository } from '../db/idempotencyRepository';
+import { claimIdOf, type IdempotencyRepository } from '../db/idempotencyRepository';
 import { describeDbError } from '../db/errors';
 import type { EventDraft } from '../ingest/writeUnit';
 import { clientValues, type EventContent } from '../domain/eventFields';
@@ -102,13 +101,13 @@ export class IdempotentWrites {
   readonly stats: IdempotencyStats = { claimed: 0, replayed: 0, completed: 0, reused: 0 };
 
   constructor(
-    private readonly c: Collections,
+    private readonly stores: Stores,
     private readonly ingest: Ingest,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly ttlMs: number,
   ) {
-    this.claims = new IdempotencyRepository(c);
+    this.claims = stores.claims;
   }
 
   async write(principal: ApiKeyPrincipal, key: string, kind: WriteKind, contents: EventContent[]): Promise<Written> {
@@ -167,7 +166,7 @@ export class IdempotentWrites {
   /** A key claimed before for this very request: answers its stored events, storing first any that are missing. */
   private async complete(principal: ApiKeyPrincipal, key: string, claim: IdempotencyClaimDoc, contents: EventContent[]): Promise<Written> {
     const drafts = draftsOf(principal.tenant, contents, { ids: claim.event_ids, receivedAt: claim.received_at, apiKeyId: claim.api_key_id, idempotencyKey: key });
-    const stored = await new EventReader(this.c, principal.tenant).getMany(claim.event_ids);
+    const stored = await this.stores.events(principal.tenant).getMany(claim.event_ids);
     const missing = drafts.filter((draft) => !stored.has(draft._id));
     if (missing.length === 0) this.stats.replayed++;
     else {

@@ -225,8 +225,8 @@ describe('the dashboard in a browser', () => {
     await shot('07-usage');
 
     // An operator lowers the cap (CLI or plan change): 4 of 5 is the 80% warning.
-    const orgId = (await app.services.collections.accounts.findOne({ email }))?.org_id ?? '';
-    await app.services.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: 5 } });
+    const orgId = (await app.collections.accounts.findOne({ email }))?.org_id ?? '';
+    await app.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: 5 } });
     await page.reload();
     await page.getByTestId('usage-warning').getByText('You have used 80% of this month').waitFor();
     await shot('07b-usage-warning');
@@ -234,7 +234,7 @@ describe('the dashboard in a browser', () => {
     await page.reload();
     await page.getByTestId('usage-exhausted').getByText('Monthly limit reached.').waitFor();
     await shot('07c-usage-exhausted');
-    await app.services.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: null } });
+    await app.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: null } });
   });
 
   it('shows the ledger: the newest checkpoint, the verifier key to pin, and how to verify an export', async () => {
@@ -251,7 +251,7 @@ describe('the dashboard in a browser', () => {
 
     // Had the server shown this browser another history before (a checkpoint of 3 events with another
     // root, signed with the real key), the newest checkpoint cannot be proven to extend it: said loudly.
-    const orgId = (await app.services.collections.accounts.findOne({ email }))?.org_id ?? '';
+    const orgId = (await app.collections.accounts.findOne({ email }))?.org_id ?? '';
     const fork = signNote(checkpointText({ origin: `ledger.test/${orgId}`, size: 3, root: randomBytes(32) }), TEST_LEDGER_SIGNER);
     await page.evaluate(([name, value]: [string, string]) => localStorage.setItem(name, value), [storageKey(orgId), JSON.stringify({ verifier_key: key.body.verifier_key, note: fork, verified_at: new Date().toISOString() })] as [string, string]);
     await page.reload();

@@ -42,7 +42,7 @@ describe('sign-up', () => {
     const web = new WebSession(app.url);
     const email = uniqueEmail('hash');
     await web.signup(email, 'a long enough password');
-    const doc = await app.services.collections.accounts.findOne({ email });
+    const doc = await app.collections.accounts.findOne({ email });
     expect(doc?.password_hash).toMatch(/^\$argon2id\$v=19\$m=\d+,p=\d+,t=\d+\$/);
     const [, m, , t] = /m=(\d+),p=(\d+),t=(\d+)/.exec(doc?.password_hash ?? '') ?? [];
     expect(Number(m)).toBeGreaterThanOrEqual(19_456);
@@ -62,14 +62,14 @@ describe('sign-up', () => {
     });
     expect(await failure(new WebSession(app.url).signup(uniqueEmail(), 'short'))).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
     expect(await failure(new WebSession(app.url).signup('not-an-email'))).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
-    expect(await app.services.collections.accounts.countDocuments({ email })).toBe(1);
+    expect(await app.collections.accounts.countDocuments({ email })).toBe(1);
   });
 
   it('gives exactly one account when the same email signs up twice at once', async () => {
     const email = uniqueEmail('race');
     const results = await Promise.allSettled([new WebSession(app.url).signup(email), new WebSession(app.url).signup(email)]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
-    expect(await app.services.collections.accounts.countDocuments({ email })).toBe(1);
+    expect(await app.collections.accounts.countDocuments({ email })).toBe(1);
   });
 });
 

@@ -177,7 +177,7 @@ describe('usage', () => {
     const me = await web.client.account.me.query();
     const orgId = me?.organization.id ?? '';
     // The cap is an operator's setting; lower it so the states can be reached quickly.
-    await app.services.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: 5 } });
+    await app.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: 5 } });
     const { key } = await web.client.dashboard.keys.create.mutate({ name: 'k' });
 
     let usage = await web.client.dashboard.usage.query();

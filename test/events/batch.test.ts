@@ -16,7 +16,7 @@ const range = (from: number, to: number) => Array.from({ length: to - from }, (_
 const numbered = (count: number, prefix = 'b') => Array.from({ length: count }, (_, i) => eventBody({ actor: { id: `${prefix}${i}` } }));
 
 async function stored(app: TestApp, org: TestOrg) {
-  return (await app.services.collections.events.find({ tenant: org.id }).toArray()).sort((a, b) => a.seq - b.seq);
+  return (await app.collections.events.find({ tenant: org.id }).toArray()).sort((a, b) => a.seq - b.seq);
 }
 
 describe('in one process', () => {
@@ -104,7 +104,7 @@ describe('in one process', () => {
     expect(first.status).toBe(201);
     // The state a crash after the first 8 inserts leaves: the claim, events 1 to 8 stored, the rest not.
     const ids: string[] = first.body.events.map((e: { id: string }) => e.id);
-    await app.services.collections.events.deleteMany({ tenant: org.id, _id: { $in: ids.slice(8) } });
+    await app.collections.events.deleteMany({ tenant: org.id, _id: { $in: ids.slice(8) } });
     // Another process takes over; other events arrive meanwhile, up to 13 of the cap of 20.
     const other = await startTestApp({ label: 'batchcut', sharedDbName: app.dbName });
     try {
@@ -142,7 +142,7 @@ describe('killed while writing a batch', () => {
     const events = numbered(1000, 'kill');
     const pending = call(`${server.url}/v1/events/batch`, { key: org.key, body: { events }, headers: { 'Idempotency-Key': 'kill-batch' } }).catch((error: unknown) => error);
     // Killed once the claim is taken: before, during or after the insert, wherever it got to.
-    const claims = app.services.collections.idempotencyClaims;
+    const claims = app.collections.idempotencyClaims;
     while (!(await claims.findOne({ _id: claimIdOf(org.id, 'kill-batch') }))) await new Promise((resolve) => setTimeout(resolve, 2));
     server.child.kill('SIGKILL');
     await pending;

@@ -118,13 +118,13 @@ describe('creating an event', () => {
   });
 
   test.each([65, 10_000, 300_000])('metadata nested %i levels deep → 400, nothing stored (64 levels are fine)', async (depth) => {
-    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const before = await app.collections.events.countDocuments({ tenant: org.id });
     const nested = `{"x":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`;
     const rawBody = `{"actor":{"id":"a"},"action":"a.b","resource":{"type":"t","id":"i"},"metadata":${nested}}`;
     const res = await call(events, { key: org.key, rawBody });
     expect(res.status).toBe(400);
     expect(res.body.message).toContain('metadata must not nest objects or arrays more than 64 levels deep');
-    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
     // The same through /trpc, which parses the body itself.
     const viaTrpc = await call(`${app.url}/trpc/events.create`, { key: org.key, rawBody });
     expect(viaTrpc.status).toBe(400);
@@ -138,11 +138,11 @@ describe('creating an event', () => {
   });
 
   test('a "__proto__" key is refused with a clear 400 (prototype pollution guard), nothing stored', async () => {
-    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const before = await app.collections.events.countDocuments({ tenant: org.id });
     const res = await call(events, { key: org.key, rawBody: '{"actor":{"id":"a"},"action":"a.b","resource":{"type":"t","id":"i"},"metadata":{"__proto__":{"admin":true}}}' });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ message: 'Request body must not contain "__proto__" or "constructor.prototype" keys', code: 'VALIDATION_FAILED' });
-    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
   });
 });
 
@@ -210,11 +210,11 @@ describe('invalid input gets a 400 that names the problem', () => {
   });
 
   test('a body over 1 MiB → 413, and nothing is stored', async () => {
-    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const before = await app.collections.events.countDocuments({ tenant: org.id });
     const res = await call(events, { key: org.key, body: eventBody({ metadata: { blob: 'x'.repeat(1024 * 1024) } }) });
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ message: 'Request body exceeds the 1 MiB limit', code: 'PAYLOAD_TOO_LARGE' });
-    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
   });
 
   test('a body just under 1 MiB is parsed (whitespace counts), and metadata of exactly 64 KiB is accepted', async () => {
@@ -227,11 +227,11 @@ describe('invalid input gets a 400 that names the problem', () => {
   });
 
   test('metadata over 64 KiB as JSON → 400 naming metadata, and nothing is stored', async () => {
-    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const before = await app.collections.events.countDocuments({ tenant: org.id });
     const res = await call(events, { key: org.key, body: eventBody({ metadata: { blob: 'x'.repeat(64 * 1024 - 10) } }) });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ message: 'Invalid request: metadata must be at most 65536 bytes as JSON', code: 'VALIDATION_FAILED', fields: ['metadata'] });
-    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
   });
 
   test('a non-JSON content type → 415', async () => {

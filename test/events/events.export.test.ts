@@ -64,7 +64,7 @@ describe('JSON', () => {
     await create(o, { metadata, actor: { id: 'm', name: null } });
     const res = await call(`${base}/export`, { key: o.key });
     expect(res.body[0].metadata).toEqual(metadata);
-    const doc = await app.services.collections.events.findOne({ tenant: o.id });
+    const doc = await app.collections.events.findOne({ tenant: o.id });
     expect(doc).not.toBeNull();
     if (doc) expect(toEventJson(doc)).toBe(JSON.stringify(toEvent(doc)));
   });

@@ -133,7 +133,7 @@ test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('the proof
 }, 300_000);
 
 test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('ledger audit of %i events keeps the heap flat and finds the organization sound', async (events, which) => {
-  const { result, heapGrowth, rssGrowth } = await measure(() => auditLog(new LedgerStore(app.services.collections).forTenant(which().id), TEST_LEDGER_SIGNER));
+  const { result, heapGrowth, rssGrowth } = await measure(() => auditLog(new LedgerStore(app.collections).forTenant(which().id), TEST_LEDGER_SIGNER));
   console.log(`audit of ${events}: peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
   expect(result).toMatchObject({ events, checkpoint_size: events, findings: [] });
   expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);

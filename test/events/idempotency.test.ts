@@ -36,7 +36,7 @@ async function rawPost(url: string, org: TestOrg, key: string, body: unknown): P
 }
 
 async function storedCount(app: TestApp, org: TestOrg): Promise<number> {
-  return app.services.collections.events.countDocuments({ tenant: org.id });
+  return app.collections.events.countDocuments({ tenant: org.id });
 }
 
 describe('in one process', () => {
@@ -132,9 +132,9 @@ describe('in one process', () => {
     expect(refused.status).toBe(429);
     // Not "reused": nothing was remembered for the key.
     expect((await post(app.url, org, 'after-cap', eventBody({ action: 'other.try' }))).status).toBe(429);
-    expect(await app.services.collections.idempotencyClaims.findOne({ _id: claimIdOf(org.id, 'after-cap') })).toBeNull();
+    expect(await app.collections.idempotencyClaims.findOne({ _id: claimIdOf(org.id, 'after-cap') })).toBeNull();
     // With room again (an operator raised the cap), the retry is stored.
-    await app.services.collections.orgs.updateOne({ _id: org.id }, { $set: { monthly_cap: 5 } });
+    await app.collections.orgs.updateOne({ _id: org.id }, { $set: { monthly_cap: 5 } });
     const fresh = await startTestApp({ label: 'idemcap', sharedDbName: app.dbName });
     try {
       const stored = await post(fresh.url, org, 'after-cap', eventBody({ action: 'other.try' }));
@@ -148,9 +148,9 @@ describe('in one process', () => {
   test('the event records its key; an expired key is forgotten and may be used again', async () => {
     const org = await app.org();
     const first = await post(app.url, org, 'expiring', eventBody());
-    const stored = await app.services.collections.events.findOne({ tenant: org.id, _id: first.body.event.id });
+    const stored = await app.collections.events.findOne({ tenant: org.id, _id: first.body.event.id });
     expect(stored?.idempotency_key).toBe('expiring');
-    await app.services.collections.idempotencyClaims.updateOne({ _id: claimIdOf(org.id, 'expiring') }, { $set: { expires_at: new Date(Date.now() - 1000) } });
+    await app.collections.idempotencyClaims.updateOne({ _id: claimIdOf(org.id, 'expiring') }, { $set: { expires_at: new Date(Date.now() - 1000) } });
     const later = await post(app.url, org, 'expiring', eventBody({ action: 'something.else' }));
     expect(later.status).toBe(201);
     expect(later.body.event.id).not.toBe(first.body.event.id);
@@ -211,7 +211,7 @@ describe('across server processes', () => {
     server.child.kill('SIGKILL');
     await pending;
     await server.stop();
-    const [stored] = await app.services.collections.events.find({ tenant: org.id }).toArray();
+    const [stored] = await app.collections.events.find({ tenant: org.id }).toArray();
     const retry = await post(cluster.servers()[0].url, org, 'crash-1', body);
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');

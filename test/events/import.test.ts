@@ -33,7 +33,7 @@ function writeLines(name: string, count: number, bad: Record<number, string> = {
 
 /** The line numbers stored for the organization, sorted, duplicates kept. */
 async function storedLines(org: TestOrg): Promise<number[]> {
-  const docs = await app.services.collections.events.find({ tenant: org.id }, { projection: { metadata: 1 } }).toArray();
+  const docs = await app.collections.events.find({ tenant: org.id }, { projection: { metadata: 1 } }).toArray();
   return docs.map((d) => (JSON.parse(d.metadata) as { line: number }).line).sort((a, b) => a - b);
 }
 
@@ -86,7 +86,7 @@ test('killed with SIGKILL midway and run again: every line stored exactly once, 
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...importArgs(org, file)], { cwd: ROOT, stdio: 'ignore' });
   const exited = once(child, 'exit');
   // Killed once some batches are in, while others are being sent.
-  while ((await app.services.collections.events.countDocuments({ tenant: org.id })) < 500) await new Promise((resolve) => setTimeout(resolve, 20));
+  while ((await app.collections.events.countDocuments({ tenant: org.id })) < 500) await new Promise((resolve) => setTimeout(resolve, 20));
   child.kill('SIGKILL');
   await exited;
   const partial = (await storedLines(org)).length;

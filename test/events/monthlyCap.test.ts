@@ -17,7 +17,7 @@ async function raceToTheCap(app: TestApp, org: TestOrg, urls: string[]): Promise
     Array.from({ length: 60 }, (_, i) => call(`${urls[i % urls.length] ?? ''}/v1/events`, { key: org.key, body: eventBody({ actor: { id: `racer_${i}` } }) })),
   );
   expect(statuses(results)).toEqual({ 201: 10, 429: 50 });
-  const stored = await app.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
+  const stored = await app.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
   expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
   await expectGapless(app, org, 30);
 }
@@ -40,7 +40,7 @@ describe('in one process', () => {
       expect(r.body).toEqual({ message: 'Monthly event limit reached', code: 'MONTHLY_LIMIT_REACHED' });
     }
     // Exactly the acknowledged events are stored: the 201s' ids, and no event of a 429.
-    const stored = await app.services.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
+    const stored = await app.collections.events.find({ tenant: org.id, actor_id: /^racer_/ }).toArray();
     expect(new Set(stored.map((d) => d._id))).toEqual(new Set(results.filter((r) => r.status === 201).map((r) => r.body.event.id)));
     await expectGapless(app, org, 30);
   });
@@ -95,7 +95,7 @@ describe('by UTC calendar month of receipt', () => {
     expect(backdated.body.event.timestamp).toBe('2025-12-01T00:00:00.000Z');
     await fill(app.url, org, 1);
     expect((await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status).toBe(429);
-    const docs = await app.services.collections.events.find({ tenant: org.id }).sort({ seq: 1 }).toArray();
+    const docs = await app.collections.events.find({ tenant: org.id }).sort({ seq: 1 }).toArray();
     expect(docs.map((d) => [d.seq, d.month, d.month_seq])).toEqual([
       [1, '2026-01', 1],
       [2, '2026-01', 2],
@@ -141,7 +141,7 @@ describe('two independent writers on one database (instances that do not yet see
     const docs = (await Promise.all([one, one, two, two].map((app) => app.services.ingest.write({ drafts: [{ ...draft }], keyHash: hash, capExempt: false })))).flat();
     // Every caller is answered with the one stored event: same id, same place in the sequence.
     expect(new Set(docs.map((d) => `${d._id}@${d.seq}`)).size).toBe(1);
-    expect(await one.services.collections.events.countDocuments({ tenant: org.id, _id: draft._id })).toBe(1);
+    expect(await one.collections.events.countDocuments({ tenant: org.id, _id: draft._id })).toBe(1);
     await expectGapless(one, org, 4);
     expect(one.services.ingest.stats.duplicates + two.services.ingest.stats.duplicates).toBeGreaterThanOrEqual(3);
     // The next event still takes the next number.
@@ -156,7 +156,7 @@ describe('two independent writers on one database (instances that do not yet see
     const next = await createEvent(two.url, org.key);
     // Found, not stumbled upon: a writer that guessed would lose a race for every number it tried.
     expect(two.services.ingest.stats.conflicts).toBe(conflicts);
-    const doc = await one.services.collections.events.findOne({ tenant: org.id, _id: next.id });
+    const doc = await one.collections.events.findOne({ tenant: org.id, _id: next.id });
     expect(doc?.seq).toBe(38);
     expect(doc?.month_seq).toBe(38);
     await expectGapless(one, org, 38);

@@ -22,7 +22,7 @@ export function statuses(results: { status: number }[]): Record<number, number> 
 
 /** Asserts that the organization's sequence numbers are 1…n with no gap (and n = `count`, when given); returns n. */
 export async function expectGapless(app: TestApp, org: TestOrg, count?: number): Promise<number> {
-  const seqs = (await app.services.collections.events.find({ tenant: org.id }, { projection: { seq: 1 } }).toArray()).map((d) => d.seq).sort((x, y) => x - y);
+  const seqs = (await app.collections.events.find({ tenant: org.id }, { projection: { seq: 1 } }).toArray()).map((d) => d.seq).sort((x, y) => x - y);
   if (count !== undefined) expect(seqs).toHaveLength(count);
   expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
   return seqs.length;

@@ -8,6 +8,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import { type Config, type Limits, loadConfig } from '../../src/config/env';
+import { collections, type Collections } from '../../src/db/database';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
@@ -34,6 +35,8 @@ export interface TestApp {
   dbName: string;
   services: Services;
   http: HttpApp;
+  /** The database's collections, for a test to look at or change behind the service's back. */
+  collections: Collections;
   /** The app's own driver client, with command monitoring on (`commandStarted` events). */
   client: MongoClient;
   /** A new organization with one active key. */
@@ -112,6 +115,7 @@ export async function startTestApp(options: {
   return {
     url,
     dbName,
+    collections: collections(db),
     services,
     http,
     client,

@@ -7,7 +7,7 @@ import type { EventDoc } from '../../src/db/documents';
 import type { TestApp, TestOrg } from './harness';
 
 export async function seedEvents(app: TestApp, org: TestOrg, count: number, make: (i: number) => Partial<EventDoc> = () => ({})): Promise<void> {
-  const events = app.services.collections.events;
+  const events = app.collections.events;
   const last = await events.findOne({ tenant: org.id }, { sort: { seq: -1 } });
   let seq = last?.seq ?? 0;
   const base = Date.UTC(2024, 0, 1);

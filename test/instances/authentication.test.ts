@@ -28,7 +28,7 @@ function draft(org: TestOrg, overrides: Record<string, unknown> = {}) {
 
 /** The instance id of a server process, from its entry in the instance list. */
 async function instanceIdAt(url: string): Promise<string> {
-  const docs = await cluster.app().services.collections.instances.find({}).toArray();
+  const docs = await cluster.app().collections.instances.find({}).toArray();
   const found = docs.find((d) => d.url === url);
   if (!found) throw new Error(`no instance at ${url}`);
   return found._id;
@@ -46,21 +46,21 @@ test('the forwarding path is not on the public port, and a forward forged with w
   const body = JSON.stringify({ writes: [{ drafts: [draft(org)], key_hash: hashApiKey(org.key), cap_exempt: false }] });
   expect((await fetch(`${one.url}/internal/forward-events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(404);
 
-  const entry = await app.services.collections.instances.findOne({ url: one.internalUrl });
+  const entry = await app.collections.instances.findOne({ url: one.internalUrl });
   if (!entry) throw new Error('no instance entry');
   // The database holds no secret: the entry's own MAC, or none at all, forges nothing.
   expect(Object.keys(entry).sort()).toEqual(['_id', 'beat', 'mac', 'started_at', 'url']);
   for (const mac of [undefined, entry.mac, 'x'.repeat(64), InstanceAuth.alone().mac('forward', entry._id, body)]) {
     expect((await forward(one.internalUrl, body, mac)).status).toBe(401);
   }
-  expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(0);
+  expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(0);
 
   // With the installation's key, to the right instance, it is taken, and the answer is authenticated.
   const mac = installation.mac('forward', entry._id, body);
   const accepted = await forward(one.internalUrl, body, mac);
   expect(accepted.status).toBe(200);
   expect(installation.check(accepted.mac ?? undefined, 'answer', mac, accepted.text)).toBe(true);
-  expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(1);
+  expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(1);
   // Bound to the receiver: the same forward sent to the other instance is refused.
   const [, two] = cluster.servers();
   expect((await forward(two.internalUrl, body, mac)).status).toBe(401);
@@ -85,7 +85,7 @@ test('an authenticated forward is still validated like a public request: metadat
   // A cap exemption no idempotency claim backs.
   const exempt = await send([draft(org, { idempotency_key: 'never-claimed' })], true);
   expect((JSON.parse(exempt.text) as { results: { error: { code: string } }[] }).results[0]?.error.code).toBe('VALIDATION_FAILED');
-  expect(await app.services.collections.events.countDocuments({ tenant: { $in: [org.id, other.id] } })).toBe(0);
+  expect(await app.collections.events.countDocuments({ tenant: { $in: [org.id, other.id] } })).toBe(0);
 
   // The organization still gets checkpoints and list answers.
   const created = await call(`${one.url}/v1/events`, { key: org.key, body: eventBody() });
@@ -115,7 +115,7 @@ test('a fake instance entry ranked first, answering placements, gets no acknowle
   // An id that ranks first (writers are ranked by the SHA-256 of their id, highest first).
   let fakeId = randomUUID();
   while (!createHash('sha256').update(fakeId).digest('hex').startsWith('ff')) fakeId = randomUUID();
-  const instances = app.services.collections.instances;
+  const instances = app.collections.instances;
   const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
   const real = await instances.findOne({});
   await instances.insertOne({ _id: fakeId, url, mac: real?.mac ?? '', beat: 0, started_at: new Date() });

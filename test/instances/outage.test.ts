@@ -103,7 +103,7 @@ describe('a database outage under write load', () => {
     expect(writes.filter((r) => r.ms >= BOUND_MS)).toEqual([]);
 
     // Nothing acknowledged was lost, and the sequence has no gaps.
-    const stored = await app.services.collections.events.find({ tenant: org.id }, { projection: { _id: 1, seq: 1 } }).toArray();
+    const stored = await app.collections.events.find({ tenant: org.id }, { projection: { _id: 1, seq: 1 } }).toArray();
     const storedIds = new Set(stored.map((d) => d._id));
     expect(writes.filter((r) => r.status === 201 && !storedIds.has(r.id as string))).toEqual([]);
     expect(stored.map((d) => d.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: stored.length }, (_, i) => i + 1));

@@ -77,7 +77,7 @@ test('the Go verifier accepts the key, the checkpoint, every inclusion proof and
 test('a tile changed in the database makes the proofs fail', async () => {
   const org = await app.org();
   await write(org, 20);
-  const tiles = app.services.collections.ledgerTiles;
+  const tiles = app.collections.ledgerTiles;
   const id = `${org.id}/0/0/020`;
   const tile = await tiles.findOne({ _id: id });
   if (!tile) throw new Error('no tile');

@@ -104,7 +104,7 @@ describe('in one process', () => {
     };
     expect(await proofOfNew()).toBe(1);
     expect(await proofOfNew()).toBe(2);
-    const heads = app.services.collections.ledgerHeads;
+    const heads = app.collections.ledgerHeads;
     expect(await heads.findOne({ _id: org.id })).toEqual({ _id: org.id, size: 2 });
     expect(await newest()).toBe(2);
 
@@ -146,7 +146,7 @@ describe('in one process', () => {
     }
     app.client.off('commandStarted', watch);
     expect(sizes).toEqual([100, 200, 300]);
-    const versions = await app.services.collections.ledgerTiles.find({ tenant: org.id }, { projection: { _id: 1 } }).toArray();
+    const versions = await app.collections.ledgerTiles.find({ tenant: org.id }, { projection: { _id: 1 } }).toArray();
     expect(versions.map((v) => v._id).sort()).toEqual([`${org.id}/0/0/256`, `${org.id}/0/1/044`, `${org.id}/1/0/001`]);
     // The deletion names the tile (an index serves it on MongoDB: the query-shape check).
     expect(deletes).toEqual([{ tenant: org.id, tile: `${org.id}/0/0`, width: { $lt: 256 } }]);
@@ -185,7 +185,7 @@ describe('two server processes on one database', () => {
     expect(fromOne.body).toEqual(fromTwo.body);
     // Every checkpoint stored is consistent with the newest: one history.
     const newest = await verifiedCheckpoint(one.url, org, fromOne.body.checkpoint);
-    const all = await app.services.collections.ledgerCheckpoints.find({ tenant: org.id }).sort({ size: -1 }).toArray();
+    const all = await app.collections.ledgerCheckpoints.find({ tenant: org.id }).sort({ size: -1 }).toArray();
     expect(all.length).toBeGreaterThan(0);
     for (const checkpoint of all) {
       const res = await call(`${two.url}/v1/ledger/consistency?from=${checkpoint.size}&to=${newest.size}`, { key: org.key });
@@ -209,7 +209,7 @@ describe('one round for every organization due', () => {
     }
     // The last organization's checkpoint of its size is taken already, by a document this key did not sign.
     const victim = orgs[11] as TestOrg;
-    await app.services.collections.ledgerCheckpoints.insertOne({ _id: `${victim.id}/12`, tenant: victim.id, size: 12, root: Buffer.alloc(32).toString('base64'), note: 'planted\n\n— x AAAA\n', created_at: new Date() });
+    await app.collections.ledgerCheckpoints.insertOne({ _id: `${victim.id}/12`, tenant: victim.id, size: 12, root: Buffer.alloc(32).toString('base64'), note: 'planted\n\n— x AAAA\n', created_at: new Date() });
 
     const writes: { collection: string; command: string; items: number }[] = [];
     const record = (event: CommandStartedEvent) => {

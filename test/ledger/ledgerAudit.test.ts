@@ -33,7 +33,7 @@ async function audit(org: TestOrg) {
   return { code: res.code, findings: reports[0]?.findings ?? [] };
 }
 
-const events = () => app.services.collections.events;
+const events = () => app.collections.events;
 
 test('an untouched log passes', async () => {
   const { org } = await signedOrg();
@@ -80,13 +80,13 @@ test('two events swapped are both named as moved', async () => {
 
 test('a changed checkpoint or tile is found', async () => {
   const { org } = await signedOrg();
-  await app.services.collections.ledgerCheckpoints.updateOne({ tenant: org.id, size: 12 }, { $set: { root: Buffer.alloc(32).toString('base64') } });
+  await app.collections.ledgerCheckpoints.updateOne({ tenant: org.id, size: 12 }, { $set: { root: Buffer.alloc(32).toString('base64') } });
   const { code, findings } = await audit(org);
   expect(code).toBe(1);
   expect(findings.map((f) => f.kind)).toEqual(expect.arrayContaining(['checkpoint']));
 
   const other = await signedOrg();
-  const tiles = app.services.collections.ledgerTiles;
+  const tiles = app.collections.ledgerTiles;
   const tile = await tiles.findOne({ _id: `${other.org.id}/0/0/012` });
   if (!tile) throw new Error('no tile');
   const bytes = Buffer.from(tile.hashes.buffer);

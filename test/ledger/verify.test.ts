@@ -136,7 +136,7 @@ test('an event deleted in the database makes an unfiltered export fail, naming i
   expect(created.status).toBe(201);
   const newest = (created.body.events as { id: string }[])[29] as { id: string };
   expect((await call(`${app.url}/v1/events/${newest.id}/proof`, { key: victim.key })).status).toBe(200);
-  await app.services.collections.events.deleteOne({ tenant: victim.id, seq: 17 });
+  await app.collections.events.deleteOne({ tenant: victim.id, seq: 17 });
   const events = join(dir, 'deleted.json');
   expect((await runCli(['export', '--url', app.url, '--key', victim.key, '--out', events, '--with-proofs'], {})).code).toBe(0);
   const result = await verify({ events, proofs: `${events}.proofs.json` });

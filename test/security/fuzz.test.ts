@@ -196,7 +196,7 @@ describe('fuzzing every /v1 route', () => {
   });
 
   test('reported case: U+0000 in actor.id → 400 naming the field, nothing stored', async () => {
-    const before = await app.services.collections.events.countDocuments({ tenant: org.id });
+    const before = await app.collections.events.countDocuments({ tenant: org.id });
     const body = Buffer.from(JSON.stringify(eventBody({ actor: { id: 'a\u0000b' } })));
     const answer = await send(app.url, { method: 'POST', path: '/v1/events', headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' }, body });
     expect(answer.status).toBe(400);
@@ -222,7 +222,7 @@ describe('fuzzing every /v1 route', () => {
     const id = JSON.parse(answer3.text).event.id as string;
     const read = await send(app.url, { method: 'GET', path: `/v1/events/${id}`, headers: { authorization: `Bearer ${org.key}` } });
     expect(JSON.parse(read.text).metadata).toEqual(metadata);
-    expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(before + 1);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before + 1);
   });
 
   test('reported case: export with organization_id=a%00b → 400 with a JSON body, not a dropped connection', async () => {
@@ -247,7 +247,7 @@ describe('fuzzing every /v1 route', () => {
     const ids = [...seeded, JSON.parse(theirs.text).event.id as string];
 
     // What each organization holds before the run; the run may only add what it was answered 201 for.
-    const storedIds = async (tenant: string) => (await app.services.collections.events.find({ tenant }, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+    const storedIds = async (tenant: string) => (await app.collections.events.find({ tenant }, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
     const created = new Map<string, Set<string>>([[org.id, new Set(await storedIds(org.id))], [other.id, new Set(await storedIds(other.id))]]);
     const distinct = new Set<string>();
     const statuses = new Map<number, number>();

@@ -86,7 +86,7 @@ describe('the group-commit writer isolates failures', () => {
         expect(result.status).toBe('fulfilled');
       }
     });
-    const storedA = await app.services.collections.events.find({ tenant: a.id }).toArray();
+    const storedA = await app.collections.events.find({ tenant: a.id }).toArray();
     expect(new Set(storedA.map((d) => d.actor_id))).toEqual(new Set(aInputs.filter((_, i) => i % 3 !== 0).map((input) => input.actor.id)));
     await expectGapless(app, a, 80);
 
@@ -114,7 +114,7 @@ test('a flood from one organization does not push another organization\'s events
     // The first round took only the first event; B gets its share of the second.
     expect(roundOfB).toBeGreaterThan(0);
     expect(roundOfB).toBeLessThanOrEqual(2);
-    expect(await app.services.collections.events.countDocuments({ tenant: a.id })).toBe(5000);
+    expect(await app.collections.events.countDocuments({ tenant: a.id })).toBe(5000);
   } finally {
     await app.close();
   }
@@ -217,7 +217,7 @@ describe('limits', () => {
       expect(limited.headers.get('retry-after')).toBe('1');
       expect(limited.headers.get('ratelimit')).toBe('"per-key";r=0;t=1');
       // Nothing was stored for it, and /trpc counts against the same bucket.
-      expect(await app.services.collections.events.countDocuments({ tenant: org.id })).toBe(0);
+      expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(0);
       const trpc = await call(`${app.url}/trpc/events.list?input=${encodeURIComponent('{}')}`, { key: org.key });
       expect(trpc.status).toBe(429);
       expect(trpc.headers.get('retry-after')).toBe('1');
@@ -275,7 +275,7 @@ describe('limits', () => {
       const email = uniqueEmail('batch');
       const logins = await web.raw('account.signup,account.login?batch=1', { 0: { email, password: 'correct horse battery staple', organization_name: 'B' }, 1: { email, password: 'x' } });
       expect(logins.status).toBe(400);
-      expect(await app.services.collections.accounts.countDocuments({ email })).toBe(0);
+      expect(await app.collections.accounts.countDocuments({ email })).toBe(0);
       const alone = await web.raw('account.me', undefined, { method: 'GET' });
       expect(alone.status).toBe(200);
     });
@@ -305,7 +305,7 @@ describe('limits', () => {
         app.client.off('commandStarted', record);
       }
       expect(commands).toEqual([]);
-      expect(await app.services.collections.events.countDocuments({ tenant: capped.id })).toBe(2);
+      expect(await app.collections.events.countDocuments({ tenant: capped.id })).toBe(2);
 
       // With an Idempotency-Key: refused at the door too, with no write (the claim is looked up, a read,
       // so that a retry of a request stored before is still answered).
@@ -321,7 +321,7 @@ describe('limits', () => {
         app.client.off('commandStarted', record);
       }
       expect(commands.filter((c) => !c.startsWith('find '))).toEqual([]);
-      for (const key of ['k-1', 'keyed-0', 'keyed-4']) expect(await app.services.collections.idempotencyClaims.findOne({ _id: claimIdOf(capped.id, key) })).toBeNull();
+      for (const key of ['k-1', 'keyed-0', 'keyed-4']) expect(await app.collections.idempotencyClaims.findOne({ _id: claimIdOf(capped.id, key) })).toBeNull();
     });
 
     test('/metrics is not on the public port; its own server serves it', async () => {

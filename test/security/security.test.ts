@@ -81,12 +81,12 @@ describe('authentication messages', () => {
       const o = await own.org();
       const url = `${own.url}/v1/events`;
       expect((await call(url, { key: o.key, body: eventBody() })).status).toBe(201);
-      const before = await own.services.collections.events.countDocuments({ tenant: o.id });
+      const before = await own.collections.events.countDocuments({ tenant: o.id });
       await own.services.apiKeys.revoke(o.keyId, frozen);
       expect((await own.services.auth.authenticate(`Bearer ${o.key}`, 'write')).kind).toBe('ok');
       const concurrent = await Promise.all(Array.from({ length: 5 }, () => call(url, { key: o.key, body: eventBody() })));
       for (const res of concurrent) expect(res.body).toEqual({ message: 'Invalid API key', code: 'INVALID_API_KEY' });
-      expect(await own.services.collections.events.countDocuments({ tenant: o.id })).toBe(before);
+      expect(await own.collections.events.countDocuments({ tenant: o.id })).toBe(before);
       // The writer told authentication: the shortcut is gone, and the key is refused before the body is validated.
       expect((await own.services.auth.authenticate(`Bearer ${o.key}`, 'write')).kind).toBe('invalid');
       const invalidBody = await call(url, { key: o.key, body: {} });
@@ -98,12 +98,12 @@ describe('authentication messages', () => {
   });
 
   test('only the SHA-256 of a key is stored, and last use is recorded apart from the key', async () => {
-    const doc = await app.services.collections.apiKeys.findOne({ key_id: a.keyId });
+    const doc = await app.collections.apiKeys.findOne({ key_id: a.keyId });
     expect(doc).not.toBeNull();
     expect(JSON.stringify(doc)).not.toContain(a.key);
     expect(doc?._id).toMatch(/^[0-9a-f]{64}$/);
     expect(doc?.last_used_at).toBeNull();
-    const use = await app.services.collections.apiKeyUses.findOne({ _id: doc?._id });
+    const use = await app.collections.apiKeyUses.findOne({ _id: doc?._id });
     expect(use?.last_used_at).toBeInstanceOf(Date);
     expect(JSON.stringify(use)).not.toContain(a.key);
     const [listed] = await app.services.apiKeys.forOrg(a.id).list('oldest');

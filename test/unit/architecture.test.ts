@@ -49,3 +49,22 @@ test('layers only look down', () => {
   );
   expect(violations).toEqual([]);
 });
+
+test('nothing above db/ sees the collections but the composition roots', () => {
+  // Above db/, the database is reached through stores bound to one organization (EventReader, OrgApiKeys,
+  // TenantLedgerStore) or named for one system-wide job (src/db/stores.ts); only the composition root
+  // and the admin command line's opener build them from the collections.
+  const roots = new Set(['services/container.ts', 'cli/adminDatabase.ts']);
+  const violations = Object.entries(graph)
+    .filter(([file, deps]) => !file.startsWith('db/') && !roots.has(file) && deps.includes('db/database.ts'))
+    .map(([file]) => file);
+  expect(violations).toEqual([]);
+});
+
+test('the pure cores import no I/O: the ledger\'s tree growth and the writer\'s placement', () => {
+  const io = /^(db|http|ledger|ingest|services|trpc|cli|export)\//;
+  for (const file of ['ingest/placement.ts', 'domain/ledger/tiles.ts', 'domain/eventFields.ts', 'domain/limited.ts']) {
+    expect({ file, deps: (graph[file] ?? []).filter((dep) => io.test(dep)) }).toEqual({ file, deps: [] });
+    expect(graph[file]).toBeDefined();
+  }
+});
