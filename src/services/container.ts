@@ -6,7 +6,7 @@ import { AccountRepository } from '../db/accountRepository';
 import { ActiveKeys, type ApiKeyRepository } from '../db/apiKeyRepository';
 import { Stores } from '../db/stores';
 import { AuthAttemptRepository } from '../db/authAttemptRepository';
-import { collections, ensureIndexes, type Collections } from '../db/database';
+import { collections, ensureIndexes } from '../db/database';
 import { OrgRepository } from '../db/orgRepository';
 import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
