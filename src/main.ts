@@ -63,8 +63,8 @@ async function main(): Promise<void> {
       [
         '',
         `No organization exists yet. Open ${url} to sign up and create an API key, or use the CLI:`,
-        '  npm run cli -- org create --name "My Company"',
-        '  npm run cli -- key create --org <org id printed above> --name "backend"',
+        '  npx audit-ledger org create --name "My Company"',
+        '  npx audit-ledger key create --org <org id printed above> --name "backend"',
         'Then record an event:',
         `  curl -X POST ${url}/v1/events -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
         `    -d '{"actor":{"id":"user_1"},"action":"invoice.created","resource":{"type":"invoice","id":"inv_1"}}'`,

@@ -53,7 +53,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
           operationId: 'ledger-proofs',
           summary: 'The inclusion proof of every event an export with the same filters returns',
           description:
-            'Streams one checkpoint and, in the export\'s order, each event\'s leaf index and RFC 6962 inclusion path in that checkpoint\'s tree: the sidecar to keep beside a JSON export (`npm run cli -- verify` checks both offline).',
+            'Streams one checkpoint and, in the export\'s order, each event\'s leaf index and RFC 6962 inclusion path in that checkpoint\'s tree: the sidecar to keep beside a JSON export (`npx audit-ledger verify` checks both offline).',
           tags: ['ledger'],
           security: [{ Authorization: [] }],
           requestParams: { query: ZProofsQuery },

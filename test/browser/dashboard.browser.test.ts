@@ -244,7 +244,7 @@ describe('the dashboard in a browser', () => {
     await page.getByTestId('ledger-size').getByText('5', { exact: true }).waitFor();
     const key = await call(`${app.url}/v1/ledger/key`, { key: apiKey });
     expect(await page.getByTestId('verifier-key').textContent()).toBe(key.body.verifier_key);
-    await page.getByText('npm run cli -- verify --verifier-key').waitFor();
+    await page.getByText('npx audit-ledger verify --verifier-key').waitFor();
     // The event detail left checkpoint 4 in this browser's memory; the newest extends it, proven here.
     await page.getByTestId('ledger-trust').getByText('Extends the checkpoint of 4 events this browser verified before: proven, nothing rewritten.').waitFor();
     await shot('07d-ledger');

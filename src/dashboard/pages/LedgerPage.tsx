@@ -58,8 +58,8 @@ export function LedgerPage() {
           </section>
           <section className="card">
             <h2>Verify an export</h2>
-            <pre className="code">{`npm run cli -- export --url ${origin} --key <API key> --out export.json --with-proofs
-npm run cli -- verify --verifier-key "${ledger.data.verifier_key}" \\
+            <pre className="code">{`npx audit-ledger export --url ${origin} --key <API key> --out export.json --with-proofs
+npx audit-ledger verify --verifier-key "${ledger.data.verifier_key}" \\
   --events export.json --proofs export.json.proofs.json --state auditor.checkpoint --url ${origin} --key <API key>`}</pre>
             <p className="muted">
               <code>verify</code> recomputes each event&apos;s hash, checks it against the signed root, and with <code>--state</code> proves that
