@@ -5,6 +5,7 @@
  *   - raw driver insertMany into the same database (what the database can absorb),
  *   - a raw driver cursor read (what the database can hand out).
  *   - the commit before the ledger, A/B against this one (scripts/bench/ledgerAB.ts).
+ *   - one organization beside 1,000 others with a key each, against a fresh installation.
  * Every figure is printed as a ratio to its limit and written to BENCHMARKS.md. Not a test: it asserts nothing.
  */
 import { totalmem, type as osType, release } from 'node:os';
@@ -15,6 +16,7 @@ import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
 import { measureProofLatency } from './bench/proofLatency';
 import { abLines, abRows, measureLedgerAB } from './bench/ledgerAB';
+import { manyOrganizationsLines, measureInstallationSize } from './bench/manyOrganizations';
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { BENCH_PLAN_CAPS, CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, runHeading, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
 import { loadConfig } from '../src/config/env';
@@ -180,6 +182,8 @@ async function main(): Promise<void> {
   const scale = await measureScaleOut(uri, dbName, services);
   // Point reads and list pages as one organization grows, on FerretDB only (see README, "FerretDB").
   const reads = await measureFerretReads(client, uri, dbName, Boolean(info.ferretdbVersion));
+  // The size of the installation must not slow anyone: one organization beside 1,000 others with a key each.
+  const size = await measureInstallationSize(uri, `${dbName}_size`);
   // Last and longest: the ledger's cost to ingest, against the code before it (A/B pairs).
   const ab = await measureLedgerAB(uri, dbName, Number(process.env.BENCH_AB_PAIRS ?? 3));
   await client.db(dbName).dropDatabase();
@@ -231,6 +235,7 @@ async function main(): Promise<void> {
     '',
     ...scale.map((r) => `- ${describeRun(r, scale.find((s) => s.organizations === r.organizations && s.processes === 1) ?? r)}`),
     '',
+    ...manyOrganizationsLines(size, null, 0),
     ...(ab ? abLines(ab) : []),
   ];
   recordBenchmark(lines2);
