@@ -127,7 +127,6 @@ export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 
 /** POST /v1/events: one create body, and the idempotency key for clients that cannot send the header. */
 export const ZCreateEventRequest = ZCreateEventInput.extend({ idempotency_key: ZIdempotencyKey.optional() });
-export type TCreateEventRequest = z.infer<typeof ZCreateEventRequest>;
 
 /** POST /v1/events/batch. The upper bound is configured (BATCH_MAX_EVENTS) and checked by the service. */
 export const ZCreateBatchRequest = z
@@ -142,7 +141,6 @@ export const ZCreateBatchRequest = z
     { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : 'Request body must be a JSON object') },
   )
   .meta({ id: 'CreateEventBatchInput' });
-export type TCreateBatchRequest = z.infer<typeof ZCreateBatchRequest>;
 
 /** A field's schema in the API form, by its kind (src/domain/eventFields.ts). */
 function apiSchema(field: EventField): z.ZodType {
@@ -230,7 +228,6 @@ export const ZExportEventsInput = ZEventFilters.extend({
     description: 'Only events with a sequence number up to this (the tree of a signed checkpoint of that size); default: the newest event when the export starts. The response says which in `Ledger-Tree-Size`',
   }),
 });
-export type TExportEventsInput = z.infer<typeof ZExportEventsInput>;
 
 const EVENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -76,7 +76,6 @@ export function unitToWire(unit: WriteUnit): { drafts: EventDraft[]; key_hash: s
 export function unitFromWire(wire: z.output<typeof ZWireUnit>): WriteUnit {
   return { drafts: wire.drafts, keyHash: wire.key_hash, capExempt: wire.cap_exempt };
 }
-export type TForwardRequest = z.input<typeof ZForwardRequest>;
 
 /** A message's JSON, or undefined when it is not JSON (each side answers that as it must). */
 export function parseWire(text: string): unknown {
@@ -98,7 +97,6 @@ const ZRefusal = z.object({
     retry_after: z.number().optional(),
   }),
 });
-export type TRefusal = z.infer<typeof ZRefusal>;
 
 /** One result per write, in order: the placement of each of its events, in order, or its refusal. */
 export const ZForwardResponse = z.object({ results: z.array(z.union([z.object({ placements: z.array(ZPlacement) }), ZRefusal])) });

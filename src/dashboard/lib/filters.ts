@@ -14,7 +14,6 @@ export const RANGE_PRESETS = {
 export type RangePreset = keyof typeof RANGE_PRESETS;
 
 export const TEXT_FILTERS = ['actor_id', 'action', 'resource_type', 'resource_id'] as const;
-export type TextFilter = (typeof TEXT_FILTERS)[number];
 
 export interface ExplorerFilters {
   actor_id: string;

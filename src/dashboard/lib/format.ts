@@ -7,15 +7,10 @@ const dateTime = new Intl.DateTimeFormat(undefined, {
   minute: '2-digit',
   second: '2-digit',
 });
-const dateOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 const numberFormat = new Intl.NumberFormat();
 
 export function formatDateTime(iso: string): string {
   return dateTime.format(new Date(iso));
-}
-
-export function formatDate(iso: string): string {
-  return dateOnly.format(new Date(iso));
 }
 
 export function formatNumber(n: number): string {

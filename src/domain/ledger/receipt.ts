@@ -8,4 +8,3 @@ export const ZLedgerReceipt = z
     event_sha256: z.string().meta({ description: 'Lowercase hex SHA-256 of the RFC 8785 canonical JSON of the event as GET /v1/events/{id} returns it' }),
   })
   .meta({ id: 'LedgerReceipt' });
-export type TLedgerReceipt = z.infer<typeof ZLedgerReceipt>;

@@ -61,7 +61,6 @@ export const ZProofsSidecar = z
     proofs: z.array(ZSidecarProof),
   })
   .meta({ id: 'ProofsSidecar' });
-export type TProofsSidecar = z.infer<typeof ZProofsSidecar>;
 
 /** The dashboard's ledger page: the key to pin, and the organization's newest checkpoint (null: no events yet). */
 export const ZLedgerSummary = ZLedgerKey.extend({
