@@ -32,6 +32,14 @@ import { MissingTile, TileReader } from './tileReader';
 
 /** Events integrated for one organization in one round; the rest waits for the next round. */
 const MAX_ROUND = 20_000;
+/**
+ * Logs integrated in one round, besides those a reader asks for. A round's cost on the database grows
+ * with the logs it signs (each is a tile, a checkpoint and a head), not with their events: with a
+ * thousand organizations writing an event now and then, signing all of them every second took 40% of
+ * ingest on FerretDB. Past this many, each log is signed every few intervals ("at most every interval"),
+ * and a proof that needs a newer checkpoint asks for its log.
+ */
+const MAX_LOGS_PER_ROUND = 100;
 /** A log with nothing to integrate for this long is forgotten here (its edge tiles are some KiB each). */
 const IDLE_MS = 60_000;
 /** A halted log is looked at again this often: an operator's `ledger reseal` elsewhere resumes it. */
@@ -61,6 +69,8 @@ export interface LedgerOptions {
   /** Null where nothing is ever signed (the admin CLI). */
   signer: Signer | null;
   intervalMs: number;
+  /** Logs a round signs besides those asked for (default MAX_LOGS_PER_ROUND). */
+  logsPerRound?: number;
 }
 
 /** What a write answers about each event: its place in the log and the hash the leaf commits to. */
@@ -90,6 +100,8 @@ interface LogState {
   loaded: boolean;
   /** When events were last handed over (ms): a log idle for IDLE_MS is dropped, and reloaded when needed. */
   active: number;
+  /** When this instance last signed a checkpoint of it (ms; 0: never): the longest unsigned go first. */
+  signedAt: number;
   /** Why nothing more is signed for this log (LedgerHalt), and since when (ms); null while it integrates. */
   halted: { reason: string; at: number } | null;
 }
@@ -135,11 +147,20 @@ export class LedgerIntegrator {
     this.timer.unref();
   }
 
-  /** Stops the cadence and integrates what was stored here, once. */
+  /** Stops the cadence and integrates what was stored here: rounds, as long as each one signs something. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.nextRound().catch(() => undefined);
+    for (let signed = -1; signed !== this.counts.checkpoints && this.waiting(); ) {
+      signed = this.counts.checkpoints;
+      await this.nextRound().catch(() => undefined);
+    }
+  }
+
+  /** Whether some log that is not halted has events to integrate. */
+  private waiting(): boolean {
+    for (const state of this.logs.values()) if (!state.halted && state.storedTo > state.size) return true;
+    return false;
   }
 
   /** Told by the writer about events it stored. */
@@ -189,7 +210,7 @@ export class LedgerIntegrator {
   private state(tenant: string): LogState {
     let state = this.logs.get(tenant);
     if (!state) {
-      state = { size: 0, edges: [], pending: new Map(), storedTo: 0, loaded: false, active: this.now(), halted: null };
+      state = { size: 0, edges: [], pending: new Map(), storedTo: 0, loaded: false, active: this.now(), signedAt: 0, halted: null };
       this.logs.set(tenant, state);
     }
     return state;
@@ -227,7 +248,11 @@ export class LedgerIntegrator {
     if (!signer) return failures;
     const asked = new Set(this.asked);
     this.asked.clear();
-    const due = [...this.logs].filter(([tenant, s]) => asked.has(tenant) || (!s.halted && (s.storedTo > s.size || !s.loaded))).map(([tenant]) => tenant);
+    // Every log asked for, then those with events to integrate, longest unsigned first, up to the round's
+    // budget: with more logs waiting than that, each still gets a checkpoint every few intervals.
+    const waiting = [...this.logs].filter(([tenant, s]) => !asked.has(tenant) && !s.halted && (s.storedTo > s.size || !s.loaded));
+    waiting.sort(([, a], [, b]) => a.signedAt - b.signedAt);
+    const due = [...asked, ...waiting.slice(0, Math.max(0, (this.options.logsPerRound ?? MAX_LOGS_PER_ROUND) - asked.size)).map(([tenant]) => tenant)];
     if (due.length === 0) return failures;
     const fail = (tenant: string, error: unknown) => {
       const state = this.state(tenant);
@@ -287,6 +312,7 @@ export class LedgerIntegrator {
       state.halted = null;
       state.size = extension.size;
       state.edges = extension.edges;
+      state.signedAt = this.now();
       for (const seq of [...state.pending.keys()]) if (seq <= extension.size) state.pending.delete(seq);
       for (const { level, index } of extension.filled) filled.push({ tenant, tile: tileKey(tenant, level, index) });
     }

@@ -83,6 +83,8 @@ export async function startTestApp(options: {
   sharedDbName?: string;
   /** The ledger's checkpoint interval (default here 200 ms, to keep waits short). */
   ledgerIntervalMs?: number;
+  /** The ledger's budget of logs per round (LedgerOptions.logsPerRound). */
+  ledgerLogsPerRound?: number;
 }): Promise<TestApp> {
   const client = new MongoClient(options.uri ?? mongoUri(), { ...clientOptions(options.dbTimeoutMs ?? 5000), monitorCommands: true });
   // Every query the app sends, checked against the declared indexes when the suite closes it.
@@ -101,7 +103,7 @@ export async function startTestApp(options: {
   // Every default from loadConfig, as a deployment without variables gets them; a test changes only what it names.
   const config = loadConfig({});
   const limits: Limits = { ...config.limits, ...options.limits };
-  const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200 };
+  const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200, logsPerRound: options.ledgerLogsPerRound };
   const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
   services.integrator.start();
   const http = createHttpApp(services, options.http);

@@ -236,3 +236,28 @@ describe('one round for every organization due', () => {
     expect(ledgerWrites.filter((w) => w.collection === 'ledger_heads')).toEqual([{ collection: 'ledger_heads', command: 'insert', items: 11 }]);
   });
 });
+
+describe('a round signs at most its budget of logs, the longest unsigned and the asked-for first', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'ledger-budget', ledgerIntervalMs: 3_600_000, ledgerLogsPerRound: 4 });
+  });
+  afterAll(() => app.close());
+
+  test('ten organizations, a budget of four: the one asked for and three others in the first round, all within three rounds', async () => {
+    const orgs = await Promise.all(Array.from({ length: 10 }, () => app.org()));
+    for (const org of orgs) expect((await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status).toBe(201);
+    const signed = async () => {
+      const sizes = await Promise.all(orgs.map(async (org) => (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).status === 200));
+      return sizes.filter(Boolean).length;
+    };
+    const last = orgs[9] as TestOrg;
+    await app.services.integrator.integrate(last.id);
+    expect(await signed()).toBe(4);
+    expect((await call(`${app.url}/v1/ledger/checkpoint`, { key: last.key })).status).toBe(200);
+    await app.services.integrator.integrate(last.id);
+    expect(await signed()).toBe(7);
+    await app.services.integrator.integrate(last.id);
+    expect(await signed()).toBe(10);
+  });
+});
