@@ -72,23 +72,33 @@ export async function ingestOver(uri: string, dbName: string, keys: string[], cw
 }
 
 export interface InstallationSize {
+  /** Events/s, the mean over the pairs. */
   fresh: number;
   crowded: number;
+  pairs: number;
 }
 
-/** One organization's ingest on a fresh installation, then beside 1,000 others that each have a key. */
-export async function measureInstallationSize(uri: string, dbName: string): Promise<InstallationSize> {
+/**
+ * One organization's ingest on a fresh installation against the same beside 1,000 others that each have
+ * a key: both databases made once, then `pairs` alternating pairs of runs (BENCH_SIZE_PAIRS, default 3).
+ */
+export async function measureInstallationSize(uri: string, dbName: string, pairs = Number(process.env.BENCH_SIZE_PAIRS ?? 3)): Promise<InstallationSize> {
   const client = await MongoClient.connect(uri);
   try {
     const freshKeys = await organizationsWithKeys(client, `${dbName}_fresh`, 1, 'Fresh');
-    const fresh = await ingestOver(uri, `${dbName}_fresh`, freshKeys, ROOT);
-    await client.db(`${dbName}_fresh`).dropDatabase();
     await organizationsWithKeys(client, `${dbName}_crowded`, BYSTANDERS, 'Bystander');
     const crowdedKeys = await organizationsWithKeys(client, `${dbName}_crowded`, 1, 'Busy');
-    const crowded = await ingestOver(uri, `${dbName}_crowded`, crowdedKeys, ROOT);
+    const sum = { fresh: 0, crowded: 0 };
+    for (let pair = 0; pair < pairs; pair++) {
+      const runs: ['fresh' | 'crowded', string[]][] = [['fresh', freshKeys], ['crowded', crowdedKeys]];
+      if (pair % 2 === 1) runs.reverse();
+      for (const [side, keys] of runs) sum[side] += await ingestOver(uri, `${dbName}_${side}`, keys, ROOT);
+    }
+    await client.db(`${dbName}_fresh`).dropDatabase();
     await client.db(`${dbName}_crowded`).dropDatabase();
-    console.log(`installation size: one organization ${fresh.toFixed(0)} events/s fresh, ${crowded.toFixed(0)} beside ${BYSTANDERS} others (${((crowded / fresh) * 100).toFixed(0)}%)`);
-    return { fresh, crowded };
+    const result = { fresh: sum.fresh / pairs, crowded: sum.crowded / pairs, pairs };
+    console.log(`installation size: one organization ${result.fresh.toFixed(0)} events/s fresh, ${result.crowded.toFixed(0)} beside ${BYSTANDERS} others (${((result.crowded / result.fresh) * 100).toFixed(0)}%), mean of ${pairs} alternating pairs`);
+    return result;
   } finally {
     await client.close();
   }
@@ -149,7 +159,7 @@ const pct = (r: number) => `${(r * 100).toFixed(0)}%`;
 export function manyOrganizationsLines(size: InstallationSize | null, many: ManyOrganizations[] | null, pairs: number): string[] {
   return [
     ...(size ? [
-      `Installation size: one organization's ingest (one process, ${CONNECTIONS} connections, ${SECONDS} s) on a fresh database ${size.fresh.toFixed(0)} events/s, ` +
+      `Installation size: one organization's ingest (one process, ${CONNECTIONS} connections, ${SECONDS} s per run, mean of ${size.pairs} alternating pairs) on a fresh database ${size.fresh.toFixed(0)} events/s, ` +
         `beside ${BYSTANDERS} other organizations with a key each ${size.crowded.toFixed(0)} events/s: **${pct(size.crowded / size.fresh)}**.`,
       '',
     ] : []),
