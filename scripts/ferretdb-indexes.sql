@@ -4,7 +4,7 @@
 -- own indexes as btree expressions that such a filter cannot use, so every read is a sequential scan
 -- (../shared/STACK-NOTES.md). A GIN `jsonb_path_ops` index on the same expression serves `@>`. An event
 -- trigger adds them to every table FerretDB creates for an `events`, `organizations`, `api_keys`, `api_key_uses`, `sessions`,
--- `idempotency_keys`, `ledger_tiles`, `ledger_checkpoints` or `ledger_heads` collection
+-- `idempotency_keys`, `ledger_tiles`, `ledger_checkpoints`, `ledger_heads`, `ledger_entries`, `ledger_cosignatures` or `ledger_witnesses` collection
 -- (its tables are named `<collection>_<hash>`), and the block at the end to the tables that exist. The
 -- service knows nothing of this: on MongoDB its own compound indexes do the work.
 --
@@ -24,6 +24,8 @@ CREATE OR REPLACE FUNCTION audit_ledger_gin_fields(tbl text) RETURNS text[] LANG
     WHEN tbl ~ '^(organizations|api_keys|api_key_uses|sessions|idempotency_keys|ledger_heads)_[0-9a-f]{8}$' THEN ARRAY['_id']
     WHEN tbl ~ '^ledger_tiles_[0-9a-f]{8}$' THEN ARRAY['_id', 'tile']
     WHEN tbl ~ '^ledger_checkpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
+    WHEN tbl ~ '^(ledger_entries|ledger_cosignatures)_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint']
+    WHEN tbl ~ '^ledger_witnesses_[0-9a-f]{8}$' THEN ARRAY['_id']
     ELSE ARRAY[]::text[]
   END
 $$;

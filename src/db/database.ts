@@ -1,7 +1,7 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import type {
-  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc, OrgDoc, SessionDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc,
 } from './documents';
 
 export interface Collections {
@@ -21,6 +21,12 @@ export interface Collections {
   ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
   /** Read and written by `_id` only. */
   ledgerHeads: Collection<LedgerHeadDoc>;
+  /** The installation log's entries, by index (`_id`) and by the organization checkpoint they hold. */
+  ledgerEntries: Collection<LedgerEntryDoc>;
+  /** Witnesses' cosignatures on installation checkpoints, by checkpoint. */
+  ledgerCosignatures: Collection<LedgerCosignatureDoc>;
+  /** One document per witness of the policy, by `_id`. */
+  ledgerWitnesses: Collection<LedgerWitnessDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -38,6 +44,9 @@ export function collections(db: Db): Collections {
     ledgerTiles: db.collection<LedgerTileDoc>('ledger_tiles'),
     ledgerCheckpoints: db.collection<LedgerCheckpointDoc>('ledger_checkpoints'),
     ledgerHeads: db.collection<LedgerHeadDoc>('ledger_heads'),
+    ledgerEntries: db.collection<LedgerEntryDoc>('ledger_entries'),
+    ledgerCosignatures: db.collection<LedgerCosignatureDoc>('ledger_cosignatures'),
+    ledgerWitnesses: db.collection<LedgerWitnessDoc>('ledger_witnesses'),
   };
 }
 
@@ -85,6 +94,10 @@ const IDEMPOTENCY_INDEXES: IndexDescription[] = [{ key: { expires_at: 1 }, name:
 const TILE_INDEXES: IndexDescription[] = [{ key: { tenant: 1, tile: 1 }, name: 'tenant_tile' }];
 // An organization's newest checkpoint, and the one of a given size.
 const CHECKPOINT_INDEXES: IndexDescription[] = [{ key: { tenant: 1, size: -1 }, name: 'tenant_size' }];
+// The installation log's entry of an organization checkpoint (entries are read by `_id` otherwise).
+const ENTRY_INDEXES: IndexDescription[] = [{ key: { checkpoint: 1 }, name: 'checkpoint' }];
+// The cosignatures of one installation checkpoint.
+const COSIGNATURE_INDEXES: IndexDescription[] = [{ key: { checkpoint: 1 }, name: 'checkpoint' }];
 
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
@@ -103,6 +116,8 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   idempotency_keys: IDEMPOTENCY_INDEXES,
   ledger_tiles: TILE_INDEXES,
   ledger_checkpoints: CHECKPOINT_INDEXES,
+  ledger_entries: ENTRY_INDEXES,
+  ledger_cosignatures: COSIGNATURE_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -116,4 +131,6 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of IDEMPOTENCY_INDEXES) await c.idempotencyClaims.createIndexes([spec]);
   for (const spec of TILE_INDEXES) await c.ledgerTiles.createIndexes([spec]);
   for (const spec of CHECKPOINT_INDEXES) await c.ledgerCheckpoints.createIndexes([spec]);
+  for (const spec of ENTRY_INDEXES) await c.ledgerEntries.createIndexes([spec]);
+  for (const spec of COSIGNATURE_INDEXES) await c.ledgerCosignatures.createIndexes([spec]);
 }

@@ -187,3 +187,49 @@ export interface LedgerHeadDoc {
   _id: string;
   size: number;
 }
+
+/**
+ * An entry of the installation log: the body of an organization checkpoint (origin, size and root lines),
+ * at index `_id`. Entries are claimed by inserting the next index (a duplicate loses and tries the next),
+ * so the sequence is gapless whoever appends.
+ */
+export interface LedgerEntryDoc {
+  _id: number;
+  tenant: string;
+  /** The organization checkpoint's id (`<tenant>/<size>`): how a reader finds its entry. */
+  checkpoint: string;
+  body: string;
+}
+
+/** A witness's cosignature on an installation checkpoint, verified before it was stored. */
+export interface LedgerCosignatureDoc {
+  /** `<checkpoint id>/<witness key id, 8 hex digits>`. */
+  _id: string;
+  /** The installation checkpoint's id (`installation/<size>`). */
+  checkpoint: string;
+  size: number;
+  /** The witness's verifier key. */
+  witness: string;
+  /** The signature line, as the witness answered it. */
+  line: string;
+  /** The cosignature's own timestamp (Unix seconds). */
+  time: number;
+}
+
+/**
+ * What the service knows of one witness of its policy: the newest installation checkpoint it cosigned,
+ * the last error, and an alarm: the witness holds a history the service's log does not extend (another
+ * history was shown to it, or the database was wiped). An alarm stops the installation log and makes
+ * `ledger audit` fail until an operator clears it.
+ */
+export interface LedgerWitnessDoc {
+  /** The witness's verifier key. */
+  _id: string;
+  name: string;
+  /** The size and root (base64) of the newest checkpoint it cosigned; 0 and null before any. */
+  size: number;
+  root: string | null;
+  error: string | null;
+  alarm: string | null;
+  updated_at: Date;
+}

@@ -7,7 +7,7 @@
  */
 import { type AnyBulkWriteOperation, Binary, MongoBulkWriteError, type WriteError } from 'mongodb';
 import type { Collections } from './database';
-import type { EventDoc, LedgerCheckpointDoc, LedgerHeadDoc, LedgerTileDoc } from './documents';
+import type { EventDoc, LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc } from './documents';
 import { DUPLICATE_KEY } from './errors';
 import { type Tile, tileId, tileKey } from '../domain/ledger/tiles';
 
@@ -165,6 +165,43 @@ export class LedgerStore {
       if ([...failed.values()].some((code) => code !== DUPLICATE_KEY)) throw error;
       await raise([...failed.keys()].map((index) => fresh[index] as string));
     }
+  }
+
+  /**
+   * Appends installation-log entries at consecutive indices by one ordered insert: the entries stored
+   * are a prefix of `docs` (an index taken by another instance stops it). Returns how many were stored.
+   * Read back after a failure: FerretDB reports an ordered insert stopped part-way as storing nothing.
+   */
+  async insertEntries(docs: readonly LedgerEntryDoc[]): Promise<number> {
+    if (docs.length === 0) return 0;
+    try {
+      await this.c.ledgerEntries.insertMany([...docs], { ordered: true, ...DURABLE });
+      return docs.length;
+    } catch (error) {
+      if (!(error instanceof MongoBulkWriteError)) throw error;
+      let stored = 0;
+      for (const doc of docs) {
+        const found = await this.c.ledgerEntries.findOne({ _id: doc._id });
+        if (found?.checkpoint !== doc.checkpoint) break;
+        stored++;
+      }
+      return stored;
+    }
+  }
+
+  /** Whether the installation log has an entry at `index`. */
+  async hasEntry(index: number): Promise<boolean> {
+    return (await this.c.ledgerEntries.findOne({ _id: index }, { projection: { _id: 1 } })) !== null;
+  }
+
+  /** The installation log's entries from index `from` to `to`, in order (fewer when some are not stored). */
+  entriesBetween(from: number, to: number): Promise<LedgerEntryDoc[]> {
+    return this.c.ledgerEntries.find({ _id: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ _id: 1 }).toArray();
+  }
+
+  /** The installation log's entry holding this organization checkpoint, if any. */
+  entryOf(checkpoint: string): Promise<LedgerEntryDoc | null> {
+    return this.c.ledgerEntries.findOne({ checkpoint });
   }
 
   /**

@@ -20,9 +20,10 @@ import type { Logger } from 'pino';
 import { checkpointProblem } from '../domain/ledger/checkpoint';
 import { eventLeafHash } from '../domain/ledger/eventHash';
 import { checkpointText } from '../domain/ledger/formats';
-import { nodesOf, rootHash } from '../domain/ledger/merkle';
+import { leafHash, nodesOf, rootHash } from '../domain/ledger/merkle';
 import { signNote, type Signer } from '../domain/ledger/note';
 import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WIDTH } from '../domain/ledger/tiles';
+import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { mapLimited } from '../domain/limited';
 import type { Clock } from '../domain/time';
 import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
@@ -79,6 +80,28 @@ export interface Receipt {
   event_sha256: string;
 }
 
+/**
+ * The installation log's tenant: its entries are the organizations' checkpoint bodies, its origin
+ * `<name>/installation`. Organization ids begin with `org_`, so no organization has this one.
+ */
+export const INSTALLATION = 'installation';
+
+/**
+ * What the installation log asks of the witnesses: `check` before it signs a tree (throws LedgerHalt
+ * when a witness holds a history this tree does not extend: an alarm), `signed` once it signed one here.
+ */
+export interface InstallationWitnessing {
+  check(size: number, rootAt: (size: number) => Promise<Buffer>): Promise<void>;
+  signed(checkpoint: LedgerCheckpointDoc): void;
+}
+
+/** An organization checkpoint waiting to be appended to the installation log. */
+interface Unrolled {
+  tenant: string;
+  checkpoint: string;
+  body: string;
+}
+
 /** The origin line of `tenant`'s log in an installation whose ledger is called `name`. */
 export function logOrigin(name: string, tenant: string): string {
   return `${name}/${tenant}`;
@@ -92,7 +115,8 @@ interface LogState {
   /**
    * The event hashes (hex) of events stored here and not integrated yet, by seq: not the documents,
    * which would otherwise live a second longer than their request. Their leaves are hashed by the round;
-   * their receipts read the hash from here.
+   * their receipts read the hash from here. For the installation log: the entries appended here, by
+   * index + 1.
    */
   pending: Map<number, string>;
   /** The highest seq known stored: the round integrates up to it. */
@@ -112,6 +136,8 @@ interface Plan {
   state: LogState;
   extension: Extension;
   checkpoint: LedgerCheckpointDoc;
+  /** Inserted by this round (not found signed already, by another instance or before a restart). */
+  fresh: boolean;
 }
 
 export class LedgerIntegrator {
@@ -123,6 +149,12 @@ export class LedgerIntegrator {
   private queued: Promise<Map<string, Error>> | null = null;
   /** Logs a round must look at even with nothing new: halted ones to recheck, ones a reader asked for. */
   private readonly asked = new Set<string>();
+  /** Organization checkpoints signed here and not yet entries of the installation log. */
+  private readonly unrolled: Unrolled[] = [];
+  /** The installation log's next free entry index as this instance last saw it (null: not known yet). */
+  private nextEntry: number | null = null;
+  /** Set by the composition root when the installation has witnesses. */
+  witnessing: InstallationWitnessing | null = null;
 
   constructor(
     private readonly store: LedgerStore,
@@ -159,6 +191,7 @@ export class LedgerIntegrator {
 
   /** Whether some log that is not halted has events to integrate. */
   private waiting(): boolean {
+    if (this.unrolled.length > 0) return true;
     for (const state of this.logs.values()) if (!state.halted && state.storedTo > state.size) return true;
     return false;
   }
@@ -181,6 +214,15 @@ export class LedgerIntegrator {
    */
   receipt(doc: EventDoc): Receipt {
     return { leaf_index: doc.seq - 1, event_sha256: this.logs.get(doc.tenant)?.pending.get(doc.seq) ?? eventSha256OfDoc(doc) };
+  }
+
+  /**
+   * Appends an organization checkpoint that no installation entry holds (signed by an instance that
+   * stopped before appending it) and integrates the installation log.
+   */
+  async rollUp(checkpoint: LedgerCheckpointDoc): Promise<void> {
+    if (!this.unrolled.some((u) => u.checkpoint === checkpoint._id)) this.unrolled.push({ tenant: checkpoint.tenant, checkpoint: checkpoint._id, body: checkpointBody(checkpoint.note) });
+    await this.integrate(INSTALLATION);
   }
 
   /** Why `tenant`'s log is halted on this instance, or null. */
@@ -222,7 +264,7 @@ export class LedgerIntegrator {
     for (const [tenant, state] of this.logs) {
       if (state.halted) {
         if (now - state.halted.at >= HALT_RECHECK_MS) this.asked.add(tenant);
-      } else if (state.storedTo <= state.size && now - state.active > IDLE_MS) this.logs.delete(tenant);
+      } else if (tenant !== INSTALLATION && state.storedTo <= state.size && now - state.active > IDLE_MS) this.logs.delete(tenant);
     }
     void this.nextRound().catch(() => undefined);
   }
@@ -250,10 +292,10 @@ export class LedgerIntegrator {
     this.asked.clear();
     // Every log asked for, then those with events to integrate, longest unsigned first, up to the round's
     // budget: with more logs waiting than that, each still gets a checkpoint every few intervals.
-    const waiting = [...this.logs].filter(([tenant, s]) => !asked.has(tenant) && !s.halted && (s.storedTo > s.size || !s.loaded));
+    const waiting = [...this.logs].filter(([tenant, s]) => tenant !== INSTALLATION && !asked.has(tenant) && !s.halted && (s.storedTo > s.size || !s.loaded));
     waiting.sort(([, a], [, b]) => a.signedAt - b.signedAt);
-    const due = [...asked, ...waiting.slice(0, Math.max(0, (this.options.logsPerRound ?? MAX_LOGS_PER_ROUND) - asked.size)).map(([tenant]) => tenant)];
-    if (due.length === 0) return failures;
+    const organizations = [...asked].filter((tenant) => tenant !== INSTALLATION);
+    const due = [...organizations, ...waiting.slice(0, Math.max(0, (this.options.logsPerRound ?? MAX_LOGS_PER_ROUND) - organizations.length)).map(([tenant]) => tenant)];
     const fail = (tenant: string, error: unknown) => {
       const state = this.state(tenant);
       state.loaded = false;
@@ -266,13 +308,74 @@ export class LedgerIntegrator {
       this.log.error({ tenant, error: describeDbError(error) }, 'ledger integration failed; retried next round');
       failures.set(tenant, error instanceof Error ? error : new Error('ledger integration failed'));
     };
+    for (const plan of await this.integrateLogs(due, signer, fail)) {
+      if (plan.fresh) this.unrolled.push({ tenant: plan.tenant, checkpoint: plan.checkpoint._id, body: checkpointBody(plan.checkpoint.note) });
+    }
+    // The round's organization checkpoints become entries of the installation log, and one checkpoint of
+    // it covers them all: one installation round, however many organizations signed.
+    try {
+      await this.append();
+    } catch (error) {
+      fail(INSTALLATION, error);
+    }
+    const installation = this.state(INSTALLATION);
+    if (asked.has(INSTALLATION) || (!installation.halted && installation.storedTo > installation.size)) {
+      for (const plan of await this.integrateLogs([INSTALLATION], signer, fail)) if (plan.fresh) this.witnessing?.signed(plan.checkpoint);
+    }
+    return this.finish(failures, asked);
+  }
 
+  /**
+   * The organization checkpoints waiting, appended to the installation log at the next free indices: an
+   * index another instance took makes this one look further (entries stay gapless whoever appends).
+   */
+  private async append(): Promise<void> {
+    if (this.unrolled.length === 0) return;
+    const state = this.state(INSTALLATION);
+    let at = this.nextEntry ?? state.storedTo;
+    for (let tries = 0; this.unrolled.length > 0 && tries < 10; tries++) {
+      at = await this.firstFreeEntry(at);
+      if (at > state.storedTo) state.storedTo = at;
+      const docs = this.unrolled.map((entry, i) => ({ _id: at + i, ...entry }));
+      const stored = await this.store.insertEntries(docs);
+      for (const doc of docs.slice(0, stored)) state.pending.set(doc._id + 1, doc.body);
+      at += stored;
+      if (at > state.storedTo) state.storedTo = at;
+      this.unrolled.splice(0, stored);
+    }
+    this.nextEntry = at;
+  }
+
+  /** The first index from `at` on with no entry: entries are gapless, so a doubling probe and a bisection find it. */
+  private async firstFreeEntry(at: number): Promise<number> {
+    if (!(await this.store.hasEntry(at))) return at;
+    let taken = at;
+    let step = 1;
+    while (await this.store.hasEntry(taken + step)) {
+      taken += step;
+      step *= 2;
+    }
+    let free = taken + step;
+    while (free - taken > 1) {
+      const middle = Math.floor((taken + free) / 2);
+      if (await this.store.hasEntry(middle)) taken = middle;
+      else free = middle;
+    }
+    return free;
+  }
+
+  /**
+   * Integrates these logs: one read of their heads, loads where needed, their leaves hashed, one insert
+   * of all their tiles, one of all their checkpoints, the heads raised. Returns the plans signed.
+   */
+  private async integrateLogs(due: string[], signer: Signer, fail: (tenant: string, error: unknown) => void): Promise<Plan[]> {
+    if (due.length === 0) return [];
     let heads: Map<string, number>;
     try {
       heads = await this.store.heads(due);
     } catch (error) {
       for (const tenant of due) fail(tenant, error);
-      return failures;
+      return [];
     }
     // Build on the newest checkpoint: at a load (a restart, another instance's log) or when another
     // instance signed further than this one. Each is verified before anything is built on it.
@@ -292,7 +395,9 @@ export class LedgerIntegrator {
       if ((heads.get(tenant) ?? 0) < state.size) raises.set(tenant, state.size);
       if (state.storedTo <= state.size) return;
       try {
-        plans.push(this.plan(tenant, state, await this.leaves(tenant, state), signer));
+        const extension = extend(state.size, state.edges, await this.leaves(tenant, state));
+        if (tenant === INSTALLATION && this.witnessing) await this.witnessing.check(extension.size, (size) => this.rootAt(tenant, state, extension, size));
+        plans.push(this.plan(tenant, state, extension, signer));
       } catch (error) {
         fail(tenant, error);
       }
@@ -304,7 +409,7 @@ export class LedgerIntegrator {
       await this.store.raiseHeads(raises, new Set(heads.keys()));
     } catch (error) {
       for (const plan of signed) fail(plan.tenant, error);
-      return this.finish(failures, asked);
+      return [];
     }
     const filled: { tenant: string; tile: string }[] = [];
     for (const { tenant, state, extension } of signed) {
@@ -320,7 +425,14 @@ export class LedgerIntegrator {
     await this.store.deletePartialTiles(filled, TILE_WIDTH).catch((error: unknown) => {
       this.log.warn({ tiles: filled.length, error: describeDbError(error) }, 'could not delete the partial versions of full ledger tiles');
     });
-    return this.finish(failures, asked);
+    return signed;
+  }
+
+  /** The root of the log's tree of `size` leaves, where it is the loaded tree's, the new one's or an older one's. */
+  private async rootAt(tenant: string, state: LogState, extension: Extension, size: number): Promise<Buffer> {
+    if (size === extension.size) return edgeRoot(extension.edges);
+    if (size > state.size) throw new LedgerHalt(`a witness cosigned a tree of ${size} entries, but this log has ${extension.size}`);
+    return rootHash(new TileReader(this.store.forTenant(tenant)).nodes(state.size), size);
   }
 
   /** A halted log that was asked for and did not halt again is sound: it resumes. */
@@ -398,6 +510,7 @@ export class LedgerIntegrator {
   private async leaves(tenant: string, state: LogState): Promise<Buffer[]> {
     const to = Math.min(state.storedTo, state.size + MAX_ROUND);
     const leaves: Buffer[] = [];
+    if (tenant === INSTALLATION) return this.entryLeaves(state, to);
     for (let seq = state.size + 1; seq <= to; seq++) {
       const eventHash = state.pending.get(seq);
       if (eventHash) {
@@ -424,13 +537,33 @@ export class LedgerIntegrator {
     return leaves;
   }
 
+  /** The installation log's next leaves: entries appended here, the others read back by index. */
+  private async entryLeaves(state: LogState, to: number): Promise<Buffer[]> {
+    const leaves: Buffer[] = [];
+    for (let seq = state.size + 1; seq <= to; seq++) {
+      const body = state.pending.get(seq);
+      if (body !== undefined) {
+        leaves.push(leafHash(body));
+        continue;
+      }
+      const readTo = Math.min(to, seq + 999);
+      const read = await this.store.entriesBetween(seq - 1, readTo - 1);
+      for (const [i, found] of read.entries()) {
+        if (found._id !== seq - 1 + i) throw new Error(`installation log entry ${seq - 1 + i} is missing: the entries have a gap`);
+        leaves.push(leafHash(found.body));
+      }
+      if (read.length !== readTo - seq + 1) throw new Error(`installation log entries ${seq - 1}-${readTo - 1} are not all stored`);
+      seq = readTo;
+    }
+    return leaves;
+  }
+
   /** The log's next tree in memory: its tiles, root and signed checkpoint. */
-  private plan(tenant: string, state: LogState, leaves: Buffer[], signer: Signer): Plan {
-    const extension = extend(state.size, state.edges, leaves);
+  private plan(tenant: string, state: LogState, extension: Extension, signer: Signer): Plan {
     const root = edgeRoot(extension.edges);
     const note = signNote(checkpointText({ origin: this.origin(tenant), size: extension.size, root }), signer);
     const checkpoint: LedgerCheckpointDoc = { _id: checkpointId(tenant, extension.size), tenant, size: extension.size, root: root.toString('base64'), note, created_at: this.clock.now() };
-    return { tenant, state, extension, checkpoint };
+    return { tenant, state, extension, checkpoint, fresh: true };
   }
 
   /** The round's writes: every plan's tiles in one insert, then the checkpoints of those whose tiles are all stored. Returns the plans signed. */
@@ -470,7 +603,7 @@ export class LedgerIntegrator {
         fail(plan.tenant, new LedgerHalt(`the stored checkpoint of size ${plan.extension.size} has another root than the stored events give`));
       } else {
         if (!outcome.taken.has(i)) this.counts.checkpoints++;
-        signed.push(plan);
+        signed.push({ ...plan, fresh: !outcome.taken.has(i) });
       }
     });
     return signed;

@@ -230,10 +230,14 @@ describe('one round for every organization due', () => {
     }
     expect(app.services.integrator.haltedReason(victim.id)).toContain('not one this installation\'s key signed');
     const ledgerWrites = writes.filter((w) => w.collection.startsWith('ledger_'));
-    expect(ledgerWrites.filter((w) => w.collection === 'ledger_tiles' && w.command === 'insert')).toEqual([{ collection: 'ledger_tiles', command: 'insert', items: 11 }]);
-    expect(ledgerWrites.filter((w) => w.collection === 'ledger_checkpoints')).toEqual([{ collection: 'ledger_checkpoints', command: 'insert', items: 11 }]);
+    // The eleven organizations' writes, then the installation log's: their eleven checkpoints appended as
+    // entries by one insert, and one checkpoint of the installation log covering them all.
+    const insert = (collection: string, items: number) => ({ collection, command: 'insert', items });
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_tiles' && w.command === 'insert')).toEqual([insert('ledger_tiles', 11), insert('ledger_tiles', 1)]);
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_checkpoints')).toEqual([insert('ledger_checkpoints', 11), insert('ledger_checkpoints', 1)]);
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_entries')).toEqual([insert('ledger_entries', 11)]);
     // Their first heads: one insert (later rounds raise heads by updates, 16 to a command: FerretDB, docs/operations.md).
-    expect(ledgerWrites.filter((w) => w.collection === 'ledger_heads')).toEqual([{ collection: 'ledger_heads', command: 'insert', items: 11 }]);
+    expect(ledgerWrites.filter((w) => w.collection === 'ledger_heads')).toEqual([insert('ledger_heads', 11), insert('ledger_heads', 1)]);
   });
 });
 
