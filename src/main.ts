@@ -11,6 +11,7 @@ import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
 import { loadOrCreateSigningKey, SigningKeyError } from './ledger/signingKey';
+import { readWitnessPolicy } from './ledger/witnesses';
 
 /** A host as it appears in a URL: IPv6 addresses in brackets. */
 function hostForUrl(host: string): string {
@@ -25,7 +26,8 @@ async function main(): Promise<void> {
   const { signer, created } = loadOrCreateSigningKey(keyFile, config.ledgerName, `${new URL(config.publicUrl ?? `http://localhost:${config.port}`).host}/ledger`);
   const ledgerName = signer.name;
   const database = await connectDatabase(config, log);
-  const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs } }, systemClock, log);
+  const witnessPolicy = config.witnessPolicyFile ? readWitnessPolicy(config.witnessPolicyFile) : null;
+  const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs, witnessPolicy } }, systemClock, log);
   services.integrator.start();
   services.ledgerAudit.start(config.ledgerAuditIntervalMs);
   log.info({ keyFile, created, verifierKey: signer.text }, `Ledger verifier key (pin it to verify checkpoints offline): ${signer.text}`);
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     trustProxy: config.trustProxy,
     trustProxyHops: config.trustProxyHops,
+    installationToken: config.installationToken,
   });
 
   const metricsServer = createMetricsServer(metrics);

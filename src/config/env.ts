@@ -45,6 +45,8 @@ const ZEnv = z.object({
   LEDGER_SIGNING_KEY_FILE: z.string().min(1).optional(),
   LEDGER_CHECKPOINT_INTERVAL_MS: positive.min(10).max(3_600_000).default(1000),
   LEDGER_AUDIT_INTERVAL_MS: z.coerce.number().int().min(0).default(0),
+  LEDGER_WITNESS_POLICY: z.string().min(1).optional(),
+  LEDGER_INSTALLATION_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -105,6 +107,10 @@ export interface Config {
   ledgerIntervalMs: number;
   /** The background audit's period; 0: off. */
   ledgerAuditIntervalMs: number;
+  /** A c2sp.org/tlog-policy file naming the installation log's witnesses; unset: no witnesses. */
+  witnessPolicyFile: string | undefined;
+  /** A bearer token the installation log's tiles API asks for; unset: public. */
+  installationToken: string | undefined;
   limits: Limits;
 }
 
@@ -144,6 +150,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ledgerKeyFile: e.LEDGER_SIGNING_KEY_FILE ?? join(e.DATA_DIR, 'ledger-signing-key'),
     ledgerIntervalMs: e.LEDGER_CHECKPOINT_INTERVAL_MS,
     ledgerAuditIntervalMs: e.LEDGER_AUDIT_INTERVAL_MS,
+    witnessPolicyFile: e.LEDGER_WITNESS_POLICY,
+    installationToken: e.LEDGER_INSTALLATION_TOKEN,
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,

@@ -12,6 +12,7 @@ import { docsPage } from './docsPage';
 import { errorHandling } from './errorHandling';
 import { apiKeyExportAuth, exportRoute } from './exportRoute';
 import { proofsRoute } from './proofsRoute';
+import { tilesApi } from './tilesRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
@@ -39,6 +40,8 @@ export interface HttpOptions {
   trustProxyHops?: number;
   /** The built dashboard; tests may point elsewhere. */
   dashboardDir?: string;
+  /** LEDGER_INSTALLATION_TOKEN: the installation log's tiles API asks for it; unset, that log is public. */
+  installationToken?: string | undefined;
 }
 
 export function createHttpApp(services: Services, options: HttpOptions = {}): HttpApp {
@@ -85,6 +88,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   koa.use(rateLimitPerApiKey(services.limits));
   koa.use(admitStrangers(services, services.limits, secureCookies));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
+  koa.use(tilesApi(services, apiKeyExportAuth(services), options.installationToken));
   koa.use(routes.routes());
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir));

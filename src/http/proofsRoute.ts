@@ -22,8 +22,9 @@ export function proofsRoute(services: Services, authenticate: ExportAuthenticato
     const given = Object.fromEntries(Object.entries(ctx.query).filter(([name]) => name !== 'tree_size')) as Record<string, string>;
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
     const { checkpoint, proofs } = await services.ledgerReads.proofs(principal, filters, treeSize);
+    const installation = await services.ledgerReads.installation(checkpoint);
     async function* body(): AsyncGenerator<string> {
-      yield `{"checkpoint":${JSON.stringify(checkpoint.note)},"tree_size":${checkpoint.size},"filters":${JSON.stringify(given)},"proofs":[`;
+      yield `{"checkpoint":${JSON.stringify(checkpoint.note)},"tree_size":${checkpoint.size},"filters":${JSON.stringify(given)},"installation":${JSON.stringify(installation)},"proofs":[`;
       let first = true;
       for await (const proof of proofs) {
         yield `${first ? '' : ','}\n${JSON.stringify(proof)}`;

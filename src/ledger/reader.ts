@@ -6,9 +6,9 @@
 import { consistencyProof, inclusionProof, type NodeSource } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import type { Clock } from '../domain/time';
-import type { LedgerCheckpointDoc } from '../db/documents';
+import type { EventDoc, LedgerCheckpointDoc, LedgerEntryDoc } from '../db/documents';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
-import { type LedgerIntegrator, logOrigin } from './integrator';
+import { INSTALLATION, type LedgerIntegrator, logOrigin } from './integrator';
 import { TileReader } from './tileReader';
 
 /** How long a proof request waits for the checkpoint that includes its event, whatever the interval. */
@@ -26,7 +26,7 @@ export class TenantLedgerReader {
   constructor(
     private readonly store: TenantLedgerStore,
     private readonly options: LedgerReaderOptions,
-    private readonly integrator: Pick<LedgerIntegrator, 'integrate' | 'haltedReason'> | null,
+    private readonly integrator: Pick<LedgerIntegrator, 'integrate' | 'haltedReason' | 'rollUp'> | null,
     private readonly clock: Clock,
   ) {}
 
@@ -64,6 +64,16 @@ export class TenantLedgerReader {
     return newest && newest.size > index ? newest : null;
   }
 
+  /** The log's events with from ≤ seq ≤ to (the tiles API's entry bundles). */
+  eventsBetween(from: number, to: number): Promise<EventDoc[]> {
+    return this.store.eventsBetween(from, to);
+  }
+
+  /** The first `width` hashes of tile (level, index), as the tiles API serves them. */
+  tile(level: number, index: number, width: number): Promise<Buffer[]> {
+    return new TileReader(this.store).tile(level, index, width);
+  }
+
   /** The tree of `size` leaves, for many proofs in a row. */
   nodes(size: number): NodeSource {
     return new TileReader(this.store).nodes(size);
@@ -83,7 +93,7 @@ export class LedgerReader {
   constructor(
     private readonly store: LedgerStore,
     readonly options: LedgerReaderOptions,
-    private readonly integrator: Pick<LedgerIntegrator, 'integrate' | 'haltedReason'> | null,
+    private readonly integrator: Pick<LedgerIntegrator, 'integrate' | 'haltedReason' | 'rollUp'> | null,
     private readonly clock: Clock,
   ) {}
 
@@ -93,5 +103,34 @@ export class LedgerReader {
 
   of(tenant: string): TenantLedgerReader {
     return new TenantLedgerReader(this.store.forTenant(tenant), this.options, this.integrator, this.clock);
+  }
+
+  /** The installation log's entries from index `from` to `to`. */
+  entriesBetween(from: number, to: number): Promise<LedgerEntryDoc[]> {
+    return this.store.entriesBetween(from, to);
+  }
+
+  /** The installation log, whose entries are the organizations' checkpoint bodies. */
+  installation(): TenantLedgerReader {
+    return this.of(INSTALLATION);
+  }
+
+  /**
+   * The installation log's entry holding this organization checkpoint, waiting up to one interval (at
+   * most MAX_PROOF_WAIT_MS) for the round that signed it to append it. A checkpoint older than that with
+   * no entry was signed by an instance that stopped before appending it: this instance appends it.
+   */
+  async entryOf(checkpoint: LedgerCheckpointDoc): Promise<LedgerEntryDoc | null> {
+    const wait = Math.min(this.options.intervalMs, MAX_PROOF_WAIT_MS);
+    const deadline = this.clock.now().getTime() + wait;
+    for (;;) {
+      const entry = await this.store.entryOf(checkpoint._id);
+      if (entry) return entry;
+      if (this.clock.now().getTime() >= deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100, wait)));
+    }
+    if (!this.integrator || this.clock.now().getTime() - checkpoint.created_at.getTime() < 2 * wait + 5000) return null;
+    await this.integrator.rollUp(checkpoint);
+    return this.store.entryOf(checkpoint._id);
   }
 }

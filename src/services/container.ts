@@ -17,6 +17,9 @@ import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
 import { LedgerReader } from '../ledger/reader';
+import { Witnesses } from '../ledger/witnesses';
+import type { Policy } from '../domain/ledger/witnessFormats';
+import { WitnessStore } from '../db/witnessStore';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
@@ -35,6 +38,8 @@ export interface Services {
   ingest: Ingest;
   /** Integrates each organization's events into its signed Merkle log (the write side, in rounds). */
   integrator: LedgerIntegrator;
+  /** The installation log's witnesses (null: no policy, or this process signs nothing). */
+  witnesses: Witnesses | null;
   /** The ledger's read side for the API: key, checkpoints, proofs. */
   ledgerReads: LedgerService;
   /** The background audit (started by main.ts when LEDGER_AUDIT_INTERVAL_MS is set). */
@@ -55,7 +60,7 @@ export interface Services {
 export async function createServices(
   db: Db,
   /** From loadConfig, the one source of every default; `ledger` where this process signs (without it, the ledger serves reads and never signs). */
-  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'idempotencyTtlMs' | 'ledgerIntervalMs'> & { ledger?: LedgerOptions },
+  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'idempotencyTtlMs' | 'ledgerIntervalMs'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -72,6 +77,9 @@ export async function createServices(
   const ledgerStore = stores.ledger;
   const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
+  const policy = config.ledger?.witnessPolicy;
+  const witnesses = policy && ledgerOptions.signer ? new Witnesses(policy, new WitnessStore(c), ledgerReader.installation(), ledgerOptions.signer, log) : null;
+  integrator.witnessing = witnesses;
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
   const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); });
@@ -87,7 +95,8 @@ export async function createServices(
     auth,
     ingest,
     integrator,
-    ledgerReads: new LedgerService(ledgerReader, events),
+    ledgerReads: new LedgerService(ledgerReader, events, witnesses),
+    witnesses,
     ledgerAudit: new AuditSchedule(orgs, ledgerStore, config.ledger?.signer ?? null, log),
     events,
     idempotent,

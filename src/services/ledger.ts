@@ -2,12 +2,19 @@
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId } from '../domain/event';
 import { leafBytes } from '../domain/ledger/eventHash';
-import type { TCheckpoint, TConsistencyProof, TInclusionProof, TLedgerSummary, TSidecarProof } from '../domain/ledger/schemas';
+import type { TCheckpoint, TConsistencyProof, TInclusionProof, TInstallationInclusion, TLedgerSummary, TSidecarProof } from '../domain/ledger/schemas';
+import { checkpointBody } from '../domain/ledger/witnessFormats';
+import { entryBundle, parseTilePath } from '../domain/ledger/tilePaths';
+import { entriesAt, TILE_WIDTH } from '../domain/ledger/tiles';
+import { leafBytes as eventLeafBytes } from '../domain/ledger/eventHash';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
 import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import type { EventService } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
+import type { Witnesses } from '../ledger/witnesses';
+import { MissingTile } from '../ledger/tileReader';
+import { INSTALLATION } from '../ledger/integrator';
 import type { Principal } from './auth';
 
 const b64 = (hash: Buffer) => hash.toString('base64');
@@ -24,6 +31,7 @@ export class LedgerService {
   constructor(
     private readonly ledger: LedgerReader,
     private readonly events: EventService,
+    private readonly witnesses: Witnesses | null,
   ) {}
 
   key(): { key_name: string; verifier_key: string } {
@@ -32,17 +40,62 @@ export class LedgerService {
     return { key_name: verifier.name, verifier_key: verifier.text };
   }
 
-  async checkpoint(principal: Principal): Promise<TCheckpoint> {
+  /** The newest checkpoint, with its inclusion in the installation log (of `installationSize`, or the newest witnessed, else the newest). */
+  async checkpoint(principal: Principal, installationSize?: number): Promise<TCheckpoint> {
     const log = this.ledger.of(principal.tenant);
     const newest = await log.newest();
     if (!newest) throw noCheckpoint('No checkpoint yet: the organization has no events');
-    return checkpointView(log, newest);
+    const witnessed = await this.witnesses?.newestWitnessed();
+    return { ...checkpointView(log, newest), installation: await this.installation(newest, installationSize), witnessed_tree_size: witnessed?.size ?? null };
   }
 
   async summary(principal: Principal): Promise<TLedgerSummary> {
     const log = this.ledger.of(principal.tenant);
     const newest = await log.newest();
-    return { ...this.key(), checkpoint: newest ? { ...checkpointView(log, newest), signed_at: newest.created_at.toISOString() } : null };
+    const witnesses = this.witnesses ? await this.witnesses.refresh() : [];
+    const checkpoint = newest ? { ...checkpointView(log, newest), signed_at: newest.created_at.toISOString(), installation: await this.installation(newest), witnessed_tree_size: (await this.witnesses?.newestWitnessed())?.size ?? null } : null;
+    return { ...this.key(), checkpoint, witnesses, quorum: this.witnesses?.policy.quorum ?? null };
+  }
+
+  /**
+   * The inclusion of an organization checkpoint in the installation log: in the installation checkpoint
+   * of `size`, or the newest witnessed one that includes it, or the newest (waiting for it as a proof
+   * waits for its checkpoint). Null while no installation checkpoint includes it.
+   */
+  async installation(checkpoint: LedgerCheckpointDoc, size?: number): Promise<TInstallationInclusion | null> {
+    const installation = this.ledger.installation();
+    const entry = await this.ledger.entryOf(checkpoint);
+    if (!entry) {
+      if (size === undefined) return null;
+      throw noCheckpoint('No installation checkpoint includes this checkpoint yet; retry in a second', ['installation_size']);
+    }
+    let chosen: { size: number; note: string } | null = null;
+    if (size !== undefined) {
+      const found = await this.signedOfSize(installation, size, 'installation_size');
+      if (found.size <= entry._id) throw new AppError('VALIDATION_FAILED', `Invalid request: the installation tree of size ${size} does not include this checkpoint (entry ${entry._id})`, { fields: ['installation_size'] });
+      chosen = { size: found.size, note: found.note };
+    } else {
+      const witnessed = await this.witnesses?.newestWitnessed();
+      if (witnessed && witnessed.size > entry._id) chosen = witnessed;
+      else {
+        const covering = await installation.covering(entry._id);
+        if (covering) chosen = { size: covering.size, note: covering.note };
+      }
+    }
+    if (!chosen) return null;
+    const cosigned = this.witnesses ? await this.witnesses.cosigned(chosen.size) : null;
+    const doc = await installation.ofSize(chosen.size);
+    const path = await installation.inclusion(entry._id, chosen.size);
+    return {
+      origin: installation.origin,
+      tree_size: chosen.size,
+      root_hash: doc?.root ?? '',
+      checkpoint: cosigned?.note ?? chosen.note,
+      witnessed: cosigned?.witnessed ?? false,
+      entry_index: entry._id,
+      entry: checkpointBody(checkpoint.note),
+      inclusion_path: path.map(b64),
+    };
   }
 
   /** A signed checkpoint of exactly `size` leaves, or 404. */
@@ -107,6 +160,47 @@ export class LedgerService {
       }
     }
     return { checkpoint, proofs: prove() };
+  }
+
+  /**
+   * A c2sp.org/tlog-tiles resource of `tenant`'s log (an organization's, or INSTALLATION): `checkpoint`
+   * (for the installation log, with the witnesses' cosignatures), `tile/<L>/<N>[.p/<W>]` or
+   * `tile/entries/<N>[.p/<W>]`. Only what the newest checkpoint's tree holds is served: nothing
+   * unsigned. Entry bundles hold the leaf bytes that are hashed: the events' leaves (the RFC 8785 JSON of
+   * their commitments) or the installation log's entries (organization checkpoint bodies).
+   */
+  async tileResource(tenant: string, path: string): Promise<{ body: string | Buffer; immutable: boolean }> {
+    const log = this.ledger.of(tenant);
+    const newest = await log.newest();
+    const missing = () => new AppError('NOT_FOUND', `No such resource of the log: ${path}`);
+    if (path === 'checkpoint') {
+      if (!newest) throw missing();
+      const cosigned = this.witnesses && tenant === INSTALLATION ? await this.witnesses.cosigned(newest.size) : null;
+      return { body: cosigned?.note ?? newest.note, immutable: false };
+    }
+    const request = path.startsWith('tile/') ? parseTilePath(path.slice('tile/'.length)) : null;
+    if (!request || !newest) throw missing();
+    const { level, index, width } = request;
+    const first = index * TILE_WIDTH;
+    const immutable = width === TILE_WIDTH;
+    if (level === 'entries') {
+      if (first + width > newest.size) throw missing();
+      if (tenant === INSTALLATION) {
+        const entries = await this.ledger.entriesBetween(first, first + width - 1);
+        if (entries.length !== width) throw missing();
+        return { body: entryBundle(entries.map((e) => Buffer.from(e.body, 'utf8'))), immutable };
+      }
+      const docs = await log.eventsBetween(first + 1, first + width);
+      if (docs.length !== width) throw missing();
+      return { body: entryBundle(docs.map((doc) => eventLeafBytes(tenant, doc.seq, eventSha256OfDoc(doc)))), immutable };
+    }
+    if (entriesAt(newest.size, level) < first + width) throw missing();
+    try {
+      return { body: Buffer.concat(await log.tile(level, index, width)), immutable };
+    } catch (error) {
+      if (error instanceof MissingTile) throw missing();
+      throw error;
+    }
   }
 
   async consistency(principal: Principal, from: number, to: number | undefined): Promise<TConsistencyProof> {

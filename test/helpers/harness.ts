@@ -8,6 +8,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import { type Config, type Limits, loadConfig } from '../../src/config/env';
+import type { Policy } from '../../src/domain/ledger/witnessFormats';
 import { collections, type Collections } from '../../src/db/database';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import type { Plan } from '../../src/domain/plan';
@@ -85,6 +86,8 @@ export async function startTestApp(options: {
   ledgerIntervalMs?: number;
   /** The ledger's budget of logs per round (LedgerOptions.logsPerRound). */
   ledgerLogsPerRound?: number;
+  /** The installation log's witnesses (LEDGER_WITNESS_POLICY, parsed). */
+  witnessPolicy?: Policy;
 }): Promise<TestApp> {
   const client = new MongoClient(options.uri ?? mongoUri(), { ...clientOptions(options.dbTimeoutMs ?? 5000), monitorCommands: true });
   // Every query the app sends, checked against the declared indexes when the suite closes it.
@@ -103,7 +106,7 @@ export async function startTestApp(options: {
   // Every default from loadConfig, as a deployment without variables gets them; a test changes only what it names.
   const config = loadConfig({});
   const limits: Limits = { ...config.limits, ...options.limits };
-  const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200, logsPerRound: options.ledgerLogsPerRound };
+  const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200, logsPerRound: options.ledgerLogsPerRound, witnessPolicy: options.witnessPolicy ?? null };
   const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
   services.integrator.start();
   const http = createHttpApp(services, options.http);

@@ -1,6 +1,6 @@
 /** The ledger under /v1 and over tRPC: the key, checkpoints and proofs of the caller's organization. */
 import { z } from 'zod';
-import { ZCheckpoint, ZConsistencyInput, ZConsistencyProof, ZInclusionProof, ZLedgerKey, ZProofInput } from '../../domain/ledger/schemas';
+import { ZCheckpoint, ZCheckpointInput, ZConsistencyInput, ZConsistencyProof, ZInclusionProof, ZLedgerKey, ZProofInput } from '../../domain/ledger/schemas';
 import { apiKeyProcedure } from '../init';
 
 const AUTH = { 401: 'Missing or invalid API key' };
@@ -16,13 +16,14 @@ export const ledgerKey = apiKeyProcedure
 export const ledgerCheckpoint = apiKeyProcedure
   .meta({
     openapi: {
-      method: 'GET', path: '/ledger/checkpoint', tags: ['ledger'], summary: 'The newest signed checkpoint of the organization\'s log',
-      errorResponses: { ...AUTH, 404: 'No checkpoint yet (no events)' },
+      method: 'GET', path: '/ledger/checkpoint', tags: ['ledger'],
+      summary: 'The newest signed checkpoint of the organization\'s log, with its inclusion in the witnessed installation log',
+      errorResponses: { ...AUTH, 400: 'installation_size does not include the checkpoint', 404: 'No checkpoint yet (no events), or no installation checkpoint of that size' },
     },
   })
-  .input(z.object({}))
+  .input(ZCheckpointInput)
   .output(ZCheckpoint)
-  .query(({ ctx }) => ctx.services.ledgerReads.checkpoint(ctx.principal));
+  .query(({ ctx, input }) => ctx.services.ledgerReads.checkpoint(ctx.principal, input.installation_size));
 
 /** GET /v1/events/{id}/proof */
 export const eventProof = apiKeyProcedure

@@ -1,0 +1,271 @@
+/**
+ * The installation log's witnesses (c2sp.org/tlog-witness v1.0.0): each new installation checkpoint
+ * signed here is submitted to every witness of the policy (LEDGER_WITNESS_POLICY), with a consistency
+ * proof from the size the witness last cosigned; the cosignatures it answers are verified and stored.
+ *
+ * A witness that holds a larger tree than the log, or another root at a size the log has, saw another
+ * history: an alarm (error log, metric, `ledger audit` fails), never retried away. Before the
+ * installation log signs a tree, `check` makes sure it extends the newest checkpoint every witness
+ * cosigned; after a start, it first asks every witness where it stands (submitting the newest stored
+ * checkpoint, or a signed empty tree, which extends nothing and so proves nothing false), so a service
+ * whose database was wiped or rolled back is stopped by its witnesses before it signs a new history.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { ConfigError } from '../config/env';
+import { checkpointText } from '../domain/ledger/formats';
+import { signNote, type Signer } from '../domain/ledger/note';
+import { type CosignerVerifier, parseCosignerVerifier, verifyCosignature } from '../domain/ledger/cosigner';
+import { addCheckpointBody, parsePolicy, parseSignatureLines, type Policy, quorumMet, SIZE_CONTENT_TYPE } from '../domain/ledger/witnessFormats';
+import type { LedgerCheckpointDoc, LedgerWitnessDoc } from '../db/documents';
+import type { WitnessStore } from '../db/witnessStore';
+import { describeDbError } from '../db/errors';
+import { INSTALLATION, type InstallationWitnessing, LedgerHalt } from './integrator';
+import type { TenantLedgerReader } from './reader';
+
+/** Reads LEDGER_WITNESS_POLICY's file; throws a ConfigError naming the file and the line that is wrong. */
+export function readWitnessPolicy(path: string): Policy {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read the witness policy ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  try {
+    return parsePolicy(text);
+  } catch (error) {
+    throw new ConfigError(`the witness policy ${path} is not a c2sp.org/tlog-policy file: ${(error as Error).message}`);
+  }
+}
+
+/** How long one add-checkpoint request may take. */
+const REQUEST_TIMEOUT_MS = 10_000;
+/** 409 answers followed (each names the witness's size) before giving up until the next checkpoint. */
+const MAX_CONFLICTS = 3;
+
+/** What the service shows of one witness (API, dashboard, metrics). */
+export interface WitnessStatus {
+  name: string;
+  verifier_key: string;
+  url: string | null;
+  /** The newest installation checkpoint it cosigned (0: none yet). */
+  cosigned_size: number;
+  error: string | null;
+  alarm: string | null;
+}
+
+interface Witness {
+  name: string;
+  verifier: CosignerVerifier;
+  url: string | null;
+}
+
+/** The empty tree's root (RFC 6962: the hash of nothing). */
+const EMPTY_ROOT = createHash('sha256').digest();
+
+export class Witnesses implements InstallationWitnessing {
+  private readonly witnesses: Witness[];
+  private docs = new Map<string, LedgerWitnessDoc>();
+  /** Whether every witness was asked where it stands since this process started. */
+  private checkedIn = false;
+  /** Per witness, the submission running and the newest checkpoint waiting for it. */
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly waiting = new Map<string, LedgerCheckpointDoc>();
+  readonly counts = { accepted: 0, conflicts: 0, refused: 0, unreachable: 0, alarms: 0 };
+
+  constructor(
+    readonly policy: Policy,
+    private readonly store: WitnessStore,
+    private readonly installation: TenantLedgerReader,
+    private readonly signer: Signer,
+    private readonly log: Logger,
+  ) {
+    this.witnesses = policy.witnesses.map((w) => ({ name: w.name, verifier: parseCosignerVerifier(w.keyText), url: w.url }));
+  }
+
+  get origin(): string {
+    return this.installation.origin;
+  }
+
+  /** Every witness's state as last read or written here. */
+  status(): WitnessStatus[] {
+    return this.witnesses.map((w) => {
+      const doc = this.docs.get(w.verifier.text);
+      return { name: w.name, verifier_key: w.verifier.text, url: w.url, cosigned_size: doc?.size ?? 0, error: doc?.error ?? null, alarm: doc?.alarm ?? null };
+    });
+  }
+
+  /** Reads the witnesses' documents (another instance may have advanced them). */
+  async refresh(): Promise<WitnessStatus[]> {
+    this.docs = await this.store.witnesses(this.witnesses.map((w) => w.verifier.text));
+    return this.status();
+  }
+
+  async check(size: number, rootAt: (size: number) => Promise<Buffer>): Promise<void> {
+    if (!this.checkedIn) {
+      await this.checkIn();
+      this.checkedIn = true;
+    }
+    await this.refresh();
+    for (const w of this.witnesses) {
+      const doc = this.docs.get(w.verifier.text);
+      if (!doc) continue;
+      if (doc.alarm) throw new LedgerHalt(`witness ${w.name} raised an alarm: ${doc.alarm}`);
+      if (doc.size > size) throw new LedgerHalt(`witness ${w.name} cosigned a tree of ${doc.size} entries; this log would sign one of ${size}`);
+      if (doc.size > 0 && doc.root && !(await rootAt(doc.size)).equals(Buffer.from(doc.root, 'base64'))) {
+        throw new LedgerHalt(`witness ${w.name} cosigned another tree of ${doc.size} entries than this log holds`);
+      }
+    }
+  }
+
+  signed(checkpoint: LedgerCheckpointDoc): void {
+    for (const w of this.witnesses) this.enqueue(w, checkpoint);
+  }
+
+  /** Resolves once every submission started so far has ended (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+  }
+
+  /**
+   * Asks every witness where it stands, before the first tree signed after a start: submits the newest
+   * stored installation checkpoint, or a signed empty tree. An unreachable witness does not hold the log
+   * back (it is asked again with the next checkpoint); an alarm does.
+   */
+  private async checkIn(): Promise<void> {
+    await this.refresh();
+    let newest = await this.installation.newest();
+    if (!newest) {
+      const note = signNote(checkpointText({ origin: this.origin, size: 0, root: EMPTY_ROOT }), this.signer);
+      newest = { _id: `${INSTALLATION}/0`, tenant: INSTALLATION, size: 0, root: EMPTY_ROOT.toString('base64'), note, created_at: new Date() };
+    }
+    for (const w of this.witnesses) this.enqueue(w, newest);
+    await this.settled();
+  }
+
+  /** Submissions to one witness run one at a time; of the checkpoints waiting meanwhile, only the newest is sent. */
+  private enqueue(w: Witness, checkpoint: LedgerCheckpointDoc): void {
+    if (!w.url) return;
+    const key = w.verifier.text;
+    const queued = this.waiting.get(key);
+    if (!queued || queued.size <= checkpoint.size) this.waiting.set(key, checkpoint);
+    if (this.running.has(key)) return;
+    const run = async () => {
+      for (let next = this.waiting.get(key); next; next = this.waiting.get(key)) {
+        this.waiting.delete(key);
+        await this.submit(w, next).catch((error: unknown) => {
+          this.log.warn({ witness: w.name, error: describeDbError(error) }, 'witness state could not be saved');
+        });
+      }
+    };
+    this.running.set(key, run().finally(() => this.running.delete(key)));
+  }
+
+  private async submit(w: Witness, checkpoint: LedgerCheckpointDoc): Promise<void> {
+    const key = w.verifier.text;
+    const doc: LedgerWitnessDoc = this.docs.get(key) ?? { _id: key, name: w.name, size: 0, root: null, error: null, alarm: null, updated_at: new Date() };
+    const save = async (change: Partial<LedgerWitnessDoc>) => {
+      Object.assign(doc, change, { updated_at: new Date() });
+      this.docs.set(key, doc);
+      await this.store.save(doc);
+    };
+    const alarm = async (message: string) => {
+      this.counts.alarms++;
+      this.log.error({ witness: w.name, size: checkpoint.size, message }, 'WITNESS ALARM: a witness holds a history this installation log does not extend; nothing more is signed for the installation log until an operator investigates (`ledger audit`)');
+      await save({ alarm: message, error: null });
+    };
+    const failed = async (message: string, counter: 'refused' | 'unreachable') => {
+      this.counts[counter]++;
+      this.log.warn({ witness: w.name, size: checkpoint.size, message }, 'witness did not cosign the installation checkpoint');
+      await save({ error: message });
+    };
+    if (doc.alarm) return;
+    const body = checkpoint.note.slice(0, checkpoint.note.lastIndexOf('\n\n') + 1);
+    let old = doc.size;
+    for (let conflicts = 0; ; ) {
+      if (old > checkpoint.size) return alarm(`the witness cosigned a tree of ${old} entries, and this log has ${checkpoint.size}: it was shown another history, or this log was rolled back`);
+      const proof = old === 0 || old === checkpoint.size ? [] : await this.installation.consistency(old, checkpoint.size);
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(`${(w.url as string).replace(/\/+$/, '')}/add-checkpoint`, {
+          method: 'POST',
+          body: addCheckpointBody(old, proof, checkpoint.note),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+        text = await response.text();
+      } catch (error) {
+        return failed(`unreachable: ${error instanceof Error ? error.message : String(error)}`, 'unreachable');
+      }
+      switch (response.status) {
+        case 200: {
+          let lines;
+          try {
+            lines = parseSignatureLines(text);
+          } catch {
+            return failed('answered 200 with malformed signature lines', 'refused');
+          }
+          const valid = lines.map((line) => ({ line, time: verifyCosignature(body, line, w.verifier) })).filter((c) => c.time !== null);
+          if (valid.length === 0) return failed('answered 200 without a valid cosignature by its key', 'refused');
+          for (const { line, time } of valid) {
+            await this.store.insertCosignature({ _id: `${checkpoint._id}/${line.id.toString(16).padStart(8, '0')}`, checkpoint: checkpoint._id, size: checkpoint.size, witness: key, line: line.line, time: time as number });
+          }
+          this.counts.accepted++;
+          return save({ size: checkpoint.size, root: checkpoint.root, error: null });
+        }
+        case 409: {
+          this.counts.conflicts++;
+          const size = /^(0|[1-9][0-9]{0,15})\n$/.exec(text);
+          if (!size || !response.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE)) return failed(`answered 409 without its size as ${SIZE_CONTENT_TYPE}`, 'refused');
+          const theirs = Number(size[1]);
+          // Same size, another root (v1.0.0 answers 409 for it): the witness cosigned another tree of this size.
+          if (theirs === old) return alarm(`the witness cosigned another tree of ${theirs} entries than this log's`);
+          if (theirs > checkpoint.size) return alarm(`the witness cosigned a tree of ${theirs} entries, and this log has ${checkpoint.size}: it was shown another history, or this log was rolled back`);
+          if (++conflicts > MAX_CONFLICTS) return failed(`its size kept changing (409, last ${theirs})`, 'refused');
+          old = theirs;
+          continue;
+        }
+        case 422:
+          return alarm(`the witness refused the consistency proof from its tree of ${old} entries to ${checkpoint.size}: it holds another history`);
+        case 404:
+          return failed('the witness does not know this log (404): add its origin and key to the witness\'s configuration', 'refused');
+        case 403:
+          return failed('the witness does not trust this log\'s key (403)', 'refused');
+        default:
+          return failed(`answered ${response.status}`, 'refused');
+      }
+    }
+  }
+
+  /**
+   * The newest installation checkpoint whose cosignatures meet the policy's quorum, with them appended
+   * to its note (what a verifier holding the policy checks), or null.
+   */
+  async newestWitnessed(): Promise<{ size: number; note: string } | null> {
+    const sizes = [...new Set([...this.docs.values()].map((doc) => doc.size))].filter((size) => size > 0).sort((a, b) => b - a);
+    for (const size of sizes) {
+      const found = await this.cosigned(size);
+      if (found?.witnessed) return { size, note: found.note };
+    }
+    return null;
+  }
+
+  /** The installation checkpoint of `size` with the verified cosignatures stored for it, and whether they meet the quorum. */
+  async cosigned(size: number): Promise<{ note: string; witnessed: boolean } | null> {
+    const checkpoint = await this.installation.ofSize(size);
+    if (!checkpoint) return null;
+    const body = checkpoint.note.slice(0, checkpoint.note.lastIndexOf('\n\n') + 1);
+    const names = new Set<string>();
+    let lines = '';
+    for (const cosignature of await this.store.cosignatures(checkpoint._id)) {
+      const w = this.witnesses.find((x) => x.verifier.text === cosignature.witness);
+      const [line] = parseSignatureLines(cosignature.line);
+      if (!w || !line || verifyCosignature(body, line, w.verifier) === null) continue;
+      names.add(w.name);
+      lines += cosignature.line;
+    }
+    return { note: checkpoint.note + lines, witnessed: quorumMet(this.policy, names) };
+  }
+}
+
