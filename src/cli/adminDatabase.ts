@@ -10,6 +10,7 @@ import { connectDatabase } from '../db/connect';
 import { collections, ensureIndexes } from '../db/database';
 import { LedgerStore } from '../db/ledgerStore';
 import { OrgRepository } from '../db/orgRepository';
+import { WitnessStore } from '../db/witnessStore';
 import { parsePrivateKey, type Signer } from '../domain/ledger/note';
 import { createLogger } from '../logger';
 
@@ -17,6 +18,7 @@ export interface AdminDatabase {
   orgs: OrgRepository;
   apiKeys: ApiKeyRepository;
   ledger: LedgerStore;
+  witnesses: WitnessStore;
 }
 
 /** Runs `use` with the database open; `indexes`: make sure the indexes exist first (commands that write). */
@@ -26,7 +28,7 @@ export async function withAdminDatabase<T>(use: (db: AdminDatabase) => Promise<T
   try {
     const c = collections(database.db);
     if (options.indexes) await ensureIndexes(c);
-    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c) });
+    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c) });
   } finally {
     await database.close();
   }

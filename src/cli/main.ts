@@ -8,8 +8,9 @@ import { parseArgs } from 'node:util';
 import { type Command, flag, type Output, UsageError, type Values } from './command';
 import { adminCommands } from './commands/admin';
 import { clientCommands } from './commands/client';
+import { witnessCommands } from './commands/witness';
 
-const COMMANDS: readonly Command[] = [...adminCommands, ...clientCommands];
+const COMMANDS: readonly Command[] = [...adminCommands, ...clientCommands, ...witnessCommands];
 const COMMON = { json: flag, help: { type: 'boolean', short: 'h' } } as const;
 
 function usage(): string {

@@ -199,6 +199,11 @@ export class LedgerStore {
     return this.c.ledgerEntries.find({ _id: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ _id: 1 }).toArray();
   }
 
+  /** The installation log's entries in order (the audit). */
+  entriesInOrder(): AsyncIterable<LedgerEntryDoc> {
+    return this.c.ledgerEntries.find({}).sort({ _id: 1 });
+  }
+
   /** The installation log's entry holding this organization checkpoint, if any. */
   entryOf(checkpoint: string): Promise<LedgerEntryDoc | null> {
     return this.c.ledgerEntries.findOne({ checkpoint });

@@ -11,12 +11,13 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { checkpointProblem } from '../domain/ledger/checkpoint';
 import { eventLeafHash } from '../domain/ledger/eventHash';
-import { RootAccumulator } from '../domain/ledger/merkle';
+import { leafHash, RootAccumulator } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
 import { eventSha256OfDoc } from '../db/documents';
-import type { TenantLedgerStore } from '../db/ledgerStore';
-import { logOrigin } from './integrator';
+import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
+import type { WitnessStore } from '../db/witnessStore';
+import { INSTALLATION, logOrigin } from './integrator';
 import { TileReader } from './tileReader';
 
 /** How far from its signed place a moved event is looked for; one moved further is reported as an edit. */
@@ -26,7 +27,7 @@ const YIELD_EVERY = 500;
 /** A log without any checkpoint is reported once its first event is older than this (a new log gets its first within a round). */
 const UNANCHORED_GRACE_MS = 60_000;
 
-export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored';
+export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored' | 'installation' | 'witness';
 
 export interface Finding {
   kind: FindingKind;
@@ -162,4 +163,40 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     if (!foundElsewhere.has(i) && !editedAt.has(i)) findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i}: the event signed there is gone` });
   }
   return report();
+}
+
+/**
+ * The installation log and its witnesses: every stored installation checkpoint signed by the key, the
+ * entries reproducing the newest one's root (an entry edited, deleted or inserted changes it), and
+ * every witness alarm (a witness holds a history the log does not extend).
+ */
+export async function auditInstallation(ledger: LedgerStore, witnesses: WitnessStore, verifier: Verifier | null): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  for (const doc of await witnesses.all()) {
+    if (doc.alarm) findings.push({ kind: 'witness', detail: `witness ${doc.name} raised an alarm: ${doc.alarm}` });
+  }
+  const store = ledger.forTenant(INSTALLATION);
+  let newest: { size: number; root: string } | null = null;
+  for await (const checkpoint of store.checkpointsNewestFirst()) {
+    newest ??= checkpoint;
+    if (verifier) {
+      const problem = checkpointProblem(checkpoint, logOrigin(verifier.name, INSTALLATION), verifier);
+      if (problem) findings.push({ kind: 'checkpoint', detail: `installation checkpoint of size ${checkpoint.size}: ${problem}` });
+    }
+  }
+  if (!newest) return findings;
+  const root = new RootAccumulator();
+  let count = 0;
+  for await (const entry of ledger.entriesInOrder()) {
+    if (entry._id !== count) {
+      findings.push({ kind: 'installation', leaf_index: count, detail: `installation log entry ${count} is missing` });
+      return findings;
+    }
+    if (count === newest.size) break;
+    root.push(leafHash(entry.body));
+    count++;
+  }
+  if (count < newest.size) findings.push({ kind: 'installation', detail: `the installation log holds ${count} entries; its signed checkpoint has ${newest.size}` });
+  else if (root.root()?.toString('base64') !== newest.root) findings.push({ kind: 'installation', detail: `the installation log's entries do not give the root of its signed checkpoint of size ${newest.size}: an entry was changed` });
+  return findings;
 }

@@ -225,6 +225,11 @@ export class LedgerIntegrator {
     await this.integrate(INSTALLATION);
   }
 
+  /** Stops signing the installation log at once: a witness raised an alarm. */
+  haltInstallation(reason: string): void {
+    this.halt(INSTALLATION, this.state(INSTALLATION), reason);
+  }
+
   /** Why `tenant`'s log is halted on this instance, or null. */
   haltedReason(tenant: string): string | null {
     return this.logs.get(tenant)?.halted?.reason ?? null;

@@ -73,6 +73,8 @@ export class Witnesses implements InstallationWitnessing {
   private readonly running = new Map<string, Promise<void>>();
   private readonly waiting = new Map<string, LedgerCheckpointDoc>();
   readonly counts = { accepted: 0, conflicts: 0, refused: 0, unreachable: 0, alarms: 0 };
+  /** Told of every alarm (the composition root halts the installation log with it). */
+  onAlarm: (reason: string) => void = () => undefined;
 
   constructor(
     readonly policy: Policy,
@@ -174,6 +176,7 @@ export class Witnesses implements InstallationWitnessing {
       this.counts.alarms++;
       this.log.error({ witness: w.name, size: checkpoint.size, message }, 'WITNESS ALARM: a witness holds a history this installation log does not extend; nothing more is signed for the installation log until an operator investigates (`ledger audit`)');
       await save({ alarm: message, error: null });
+      this.onAlarm(`witness ${w.name} raised an alarm: ${message}`);
     };
     const failed = async (message: string, counter: 'refused' | 'unreachable') => {
       this.counts[counter]++;

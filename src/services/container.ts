@@ -80,6 +80,7 @@ export async function createServices(
   const policy = config.ledger?.witnessPolicy;
   const witnesses = policy && ledgerOptions.signer ? new Witnesses(policy, new WitnessStore(c), ledgerReader.installation(), ledgerOptions.signer, log) : null;
   integrator.witnessing = witnesses;
+  if (witnesses) witnesses.onAlarm = (reason) => { integrator.haltInstallation(reason); };
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
   const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); });

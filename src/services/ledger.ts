@@ -45,8 +45,9 @@ export class LedgerService {
     const log = this.ledger.of(principal.tenant);
     const newest = await log.newest();
     if (!newest) throw noCheckpoint('No checkpoint yet: the organization has no events');
+    const installation = await this.installation(newest, installationSize);
     const witnessed = await this.witnesses?.newestWitnessed();
-    return { ...checkpointView(log, newest), installation: await this.installation(newest, installationSize), witnessed_tree_size: witnessed?.size ?? null };
+    return { ...checkpointView(log, newest), installation, witnessed_tree_size: witnessed?.size ?? null };
   }
 
   async summary(principal: Principal): Promise<TLedgerSummary> {

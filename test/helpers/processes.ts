@@ -90,3 +90,53 @@ export async function runCommand(program: string, args: string[], env: Record<st
   const [code] = (await once(child, 'exit')) as [number];
   return { code, stdout, stderr };
 }
+
+export interface WitnessProcess {
+  /** Its submission prefix (POST <url>/add-checkpoint). */
+  url: string;
+  /** Its cosignature/v1 verifier key. */
+  vkey: string;
+  statePath: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `audit-ledger witness serve` on a free loopback port, following the logs of `config` (lines
+ * `log <origin> <verifier key>`); its key and state live in `dir`.
+ */
+export async function startWitnessProcess(dir: string, name: string, config: string): Promise<WitnessProcess> {
+  const stem = name.replace(/[^A-Za-z0-9.-]/g, '_');
+  const configPath = join(dir, `${stem}.config`);
+  writeFileSync(configPath, config);
+  const statePath = join(dir, `${stem}.state.json`);
+  const child = spawn(process.execPath, ['bin/audit-ledger.cjs', 'witness', 'serve', '--key', join(dir, `${stem}.key`), '--name', name, '--config', configPath, '--state', statePath, '--listen', '127.0.0.1:0'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  let stdout = '';
+  const { url, vkey } = await new Promise<{ url: string; vkey: string }>((resolve, reject) => {
+    const timer = setTimeout(() => { reject(new Error(`witness did not start: ${stderr}`)); }, 60_000);
+    child.once('exit', (code) => { reject(new Error(`witness exited with ${code}: ${stderr}`)); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const key = /verifier key[^:]*: (\S+)/.exec(stdout);
+      const listening = /Listening on (http:\/\/\S+)\/add-checkpoint/.exec(stdout);
+      if (key && listening) {
+        clearTimeout(timer);
+        resolve({ url: listening[1] as string, vkey: key[1] as string });
+      }
+    });
+  });
+  return {
+    url,
+    vkey,
+    statePath,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}

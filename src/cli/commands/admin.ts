@@ -4,7 +4,7 @@ import { apiKeyView } from '../../db/apiKeyRepository';
 import { parseVerifierKey } from '../../domain/ledger/note';
 import { PLANS, type Plan } from '../../domain/plan';
 import { systemClock } from '../../domain/time';
-import { auditLog } from '../../ledger/audit';
+import { auditInstallation, auditLog } from '../../ledger/audit';
 import { LedgerIntegrator } from '../../ledger/integrator';
 import { createLogger } from '../../logger';
 import { installationKey, withAdminDatabase } from '../adminDatabase';
@@ -108,13 +108,28 @@ export const adminCommands: Command[] = [
         const tenants = org ? [org] : await db.orgs.ids();
         const reports = [];
         for (const tenant of tenants) reports.push(await auditLog(db.ledger.forTenant(tenant), verifier));
-        const findings = reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`));
+        const installation = org ? [] : await auditInstallation(db.ledger, db.witnesses, verifier);
+        const findings = [...installation.map((f) => `installation: ${f.kind}: ${f.detail}`), ...reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`))];
         const lines = [
           ...findings,
           ...reports.map((r) => `${r.tenant}: ${r.events} events, ${r.checkpoints} checkpoints (newest ${r.checkpoint_size}), ${r.findings.length} findings`),
           verifier ? '' : '(checkpoint signatures not checked: no --verifier-key and no key file)',
         ];
-        return { json: { reports }, text: lines.filter(Boolean).join('\n'), exitCode: findings.length ? 1 : 0 };
+        return { json: { reports, installation }, text: lines.filter(Boolean).join('\n'), exitCode: findings.length ? 1 : 0 };
+      });
+    },
+  },
+  {
+    words: 'ledger clear-alarm',
+    summary: 'clear a witness\'s alarm once investigated: the installation log signs again if the witness agrees',
+    synopsis: '--witness NAME',
+    details: 'An alarm means a witness holds a history the installation log does not extend (the database was rolled back or wiped, or another copy of the service signed another history). Clearing it does not make a witness cosign: one that really holds another history raises it again at the next submission.',
+    options: { witness: str },
+    async run(values) {
+      const name = need(values, 'witness');
+      return withAdminDatabase(async (db) => {
+        const cleared = await db.witnesses.clearAlarm(name);
+        return { json: { witness: name, cleared }, text: cleared ? `Cleared the alarm of witness ${name}` : `Witness ${name} has no alarm`, exitCode: cleared ? 0 : 1 };
       });
     },
   },

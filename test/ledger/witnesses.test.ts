@@ -1,0 +1,251 @@
+/**
+ * The witnessed ledger, end to end with our own witness (`audit-ledger witness serve`, a child process):
+ * organization checkpoints rolled up into the installation log, its checkpoints cosigned, the proofs a
+ * client checks, the tlog-tiles API, and the attacks: a wiped database restarted, and a split view (two
+ * copies of one database signing different histories) are refused by the witness and raise an alarm.
+ * The same with transparency-dev's witness and Tessera's fsck: `goInterop.test.ts`.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseCosignerVerifier, verifyCosignature } from '../../src/domain/ledger/cosigner';
+import { fromBase64, parseCheckpoint } from '../../src/domain/ledger/formats';
+import { leafHash, verifyInclusion } from '../../src/domain/ledger/merkle';
+import { openNote } from '../../src/domain/ledger/note';
+import { checkpointBody, parsePolicy, splitNote } from '../../src/domain/ledger/witnessFormats';
+import { INSTALLATION } from '../../src/ledger/integrator';
+import { auditInstallation } from '../../src/ledger/audit';
+import { LedgerStore } from '../../src/db/ledgerStore';
+import { WitnessStore } from '../../src/db/witnessStore';
+import { MongoClient } from 'mongodb';
+import { call, eventBody } from '../helpers/api';
+
+import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
+import { startWitnessProcess, type WitnessProcess } from '../helpers/processes';
+
+const INSTALLATION_ORIGIN = `${TEST_LEDGER_SIGNER.name}/installation`;
+let dir: string;
+let witness: WitnessProcess;
+/** A witness that does not follow our log: it answers 404, an error, not an alarm. */
+let stranger: WitnessProcess;
+let policyText: string;
+
+async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function write(app: TestApp, org: TestOrg, count: number): Promise<void> {
+  const res = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: count }, (_, i) => eventBody({ actor: { id: `w${i}` } })) } });
+  expect(res.status).toBe(201);
+}
+
+/** The organization's newest checkpoint once an installation checkpoint the witnesses cosigned includes it. */
+async function witnessedCheckpoint(app: TestApp, org: TestOrg, size: number): Promise<any> {
+  return eventually(`a witnessed checkpoint of ${size}`, async () => {
+    const res = await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key });
+    return res.status === 200 && res.body.tree_size >= size && res.body.installation?.witnessed ? res.body : null;
+  });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'witnesses-'));
+  witness = await startWitnessProcess(dir, 'witness.test/w1', `log ${INSTALLATION_ORIGIN} ${TEST_LEDGER_SIGNER.text}\n`);
+  stranger = await startWitnessProcess(dir, 'witness.test/stranger', '# follows nothing\n');
+  policyText = `witness w1 ${witness.vkey} ${witness.url}\nwitness stranger ${stranger.vkey} ${stranger.url}\nquorum w1\n`;
+}, 90_000);
+afterAll(async () => {
+  await witness.stop();
+  await stranger.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a witnessed installation', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'witnessed', witnessPolicy: parsePolicy(policyText) });
+  });
+  afterAll(() => app.close());
+
+  test('an organization checkpoint is proven in an installation checkpoint the witness cosigned', async () => {
+    // Another organization first, so that an installation checkpoint exists that does not include this one's.
+    const earlier = await app.org();
+    await write(app, earlier, 1);
+    await witnessedCheckpoint(app, earlier, 1);
+    const org = await app.org();
+    await write(app, org, 5);
+    const cp = await witnessedCheckpoint(app, org, 5);
+    const inst = cp.installation;
+    expect(inst.origin).toBe(INSTALLATION_ORIGIN);
+    expect(inst.entry).toBe(checkpointBody(cp.checkpoint));
+    // The installation checkpoint is signed by the installation's key...
+    const signed = parseCheckpoint(openNote(inst.checkpoint, TEST_LEDGER_SIGNER));
+    expect(signed.size).toBe(inst.tree_size);
+    expect(Buffer.from(signed.root).toString('base64')).toBe(inst.root_hash);
+    // ... cosigned by the witness (cosignature/v1 over its body) ...
+    const { text, signatures } = splitNote(inst.checkpoint);
+    const verifier = parseCosignerVerifier(witness.vkey);
+    const cosignatures = signatures.filter((s) => verifyCosignature(text, s, verifier) !== null);
+    expect(cosignatures).toHaveLength(1);
+    // ... and includes the organization checkpoint's body as an entry.
+    expect(verifyInclusion(inst.entry_index, inst.tree_size, leafHash(inst.entry), inst.inclusion_path.map((h: string) => fromBase64(h) as Uint8Array), signed.root)).toBe(true);
+    expect(cp.witnessed_tree_size).toBeGreaterThanOrEqual(inst.tree_size);
+    // The witness's own state holds the installation log.
+    const state = JSON.parse(readFileSync(witness.statePath, 'utf8')) as { logs: Record<string, { size: number }> };
+    expect(state.logs[INSTALLATION_ORIGIN]?.size).toBeGreaterThanOrEqual(inst.tree_size);
+
+    // A witness that does not know the log answered 404: an error, shown, never an alarm.
+    const summary = await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key });
+    expect(summary.status).toBe(200);
+    const statuses = await app.services.witnesses?.refresh();
+    expect(statuses?.find((s) => s.name === 'stranger')).toMatchObject({ cosigned_size: 0, alarm: null, error: expect.stringContaining('404') });
+    expect(statuses?.find((s) => s.name === 'w1')).toMatchObject({ alarm: null, error: null });
+
+    // A size asked for: the proof is against that installation checkpoint.
+    const pinned = await call(`${app.url}/v1/ledger/checkpoint?installation_size=${inst.tree_size}`, { key: org.key });
+    expect(pinned.body.installation.tree_size).toBe(inst.tree_size);
+    expect(inst.entry_index).toBeGreaterThan(0);
+    const older = await app.collections.ledgerCheckpoints.findOne({ tenant: INSTALLATION, size: { $lte: inst.entry_index } });
+    expect((await call(`${app.url}/v1/ledger/checkpoint?installation_size=${older?.size}`, { key: org.key })).status).toBe(400);
+    expect((await call(`${app.url}/v1/ledger/checkpoint?installation_size=999999`, { key: org.key })).status).toBe(404);
+  });
+
+  test('the checkpoints of many organizations cost one installation round, not one each', async () => {
+    const orgs = await Promise.all(Array.from({ length: 6 }, () => app.org()));
+    await Promise.all(orgs.map((org) => write(app, org, 3)));
+    const views = await Promise.all(orgs.map((org) => witnessedCheckpoint(app, org, 3)));
+    // Their entries were appended together: one installation checkpoint covers several of them.
+    const first = new Map<number, number>();
+    for (const view of views) first.set(view.installation.entry_index, view.installation.tree_size);
+    const entries = [...first.keys()].sort((a, b) => a - b);
+    expect(entries.length).toBe(6);
+    const installationCheckpoints = await app.collections.ledgerCheckpoints.countDocuments({ tenant: INSTALLATION });
+    const entriesStored = await app.collections.ledgerEntries.countDocuments({});
+    expect(installationCheckpoints).toBeLessThan(entriesStored);
+  });
+
+  test('every log is served as tlog-tiles: checkpoint, tiles and entry bundles', async () => {
+    const org = await app.org();
+    await write(app, org, 7);
+    const cp = await witnessedCheckpoint(app, org, 7);
+    const logCheckpoint = await fetch(`${app.url}/v1/ledger/log/checkpoint`, { headers: { authorization: `Bearer ${org.key}` } });
+    expect(logCheckpoint.headers.get('content-type')).toContain('text/plain');
+    const note = await logCheckpoint.text();
+    const size = parseCheckpoint(openNote(note, TEST_LEDGER_SIGNER)).size;
+    expect(size).toBeGreaterThanOrEqual(cp.tree_size);
+    // The entry bundle holds the leaves' bytes; the level-0 tile their hashes.
+    const bundle = Buffer.from(await (await fetch(`${app.url}/v1/ledger/log/tile/entries/000.p/${size}`, { headers: { authorization: `Bearer ${org.key}` } })).arrayBuffer());
+    const leaves: Buffer[] = [];
+    for (let at = 0; at < bundle.length; ) {
+      const length = bundle.readUInt16BE(at);
+      leaves.push(bundle.subarray(at + 2, at + 2 + length));
+      at += 2 + length;
+    }
+    expect(leaves).toHaveLength(size);
+    expect(JSON.parse(leaves[0]?.toString() ?? '{}')).toMatchObject({ org: org.id, seq: 1, v: 1 });
+    const tile = await fetch(`${app.url}/v1/ledger/log/tile/0/000.p/${size}`, { headers: { authorization: `Bearer ${org.key}` } });
+    expect(tile.headers.get('content-type')).toBe('application/octet-stream');
+    const hashes = Buffer.from(await tile.arrayBuffer());
+    expect(hashes.length).toBe(32 * size);
+    leaves.forEach((leaf, i) => expect(hashes.subarray(32 * i, 32 * (i + 1)).equals(leafHash(leaf))).toBe(true));
+    // Nothing beyond the signed tree, no other organization's log, no malformed path.
+    expect((await fetch(`${app.url}/v1/ledger/log/tile/0/000.p/${size + 1}`, { headers: { authorization: `Bearer ${org.key}` } })).status).toBe(404);
+    expect((await fetch(`${app.url}/v1/ledger/log/tile/0/000`, { headers: { authorization: `Bearer ${org.key}` } })).status).toBe(404);
+    expect((await fetch(`${app.url}/v1/ledger/log/tile/0/0.p/1`, { headers: { authorization: `Bearer ${org.key}` } })).status).toBe(404);
+    expect((await fetch(`${app.url}/v1/ledger/log/checkpoint`)).status).toBe(401);
+    // The installation log is public here, its checkpoint with the cosignatures.
+    const installation = await (await fetch(`${app.url}/v1/ledger/installation/checkpoint`)).text();
+    expect(splitNote(installation).signatures.length).toBeGreaterThanOrEqual(2);
+    const entries = await fetch(`${app.url}/v1/ledger/installation/tile/entries/000.p/1`);
+    const first = Buffer.from(await entries.arrayBuffer());
+    expect(first.subarray(2).toString()).toMatch(new RegExp(`^${TEST_LEDGER_SIGNER.name}/org_\\S+\\n\\d+\\n\\S+=\\n$`));
+  });
+});
+
+describe('attacks the witness refuses', () => {
+  test('a wiped database restarted under the same key: the witness answers its size, an alarm, and nothing is signed over it', async () => {
+    // A witness of its own, that has seen only this installation's history.
+    const own = await startWitnessProcess(dir, 'witness.test/wipe', `log ${INSTALLATION_ORIGIN} ${TEST_LEDGER_SIGNER.text}\n`);
+    const policy = parsePolicy(`witness w1 ${own.vkey} ${own.url}\nquorum w1\n`);
+    const first = await startTestApp({ label: 'wipe-before', witnessPolicy: policy });
+    const org = await first.org();
+    await write(first, org, 4);
+    await witnessedCheckpoint(first, org, 4);
+    const held = (JSON.parse(readFileSync(own.statePath, 'utf8')) as { logs: Record<string, { size: number; root: string }> }).logs[INSTALLATION_ORIGIN];
+    await first.close(); // drops the database: a wipe
+
+    const second = await startTestApp({ label: 'wipe-after', witnessPolicy: policy });
+    try {
+      const again = await second.org();
+      await write(second, again, 2);
+      await eventually('the installation log halted by the witness', async () => second.services.integrator.haltedReason(INSTALLATION));
+      expect(second.services.integrator.haltedReason(INSTALLATION)).toContain('witness w1');
+      const docs = await second.collections.ledgerWitnesses.find({ name: 'w1' }).toArray();
+      expect(docs[0]?.alarm).toContain(`cosigned a tree of ${held?.size}`);
+      // Nothing was signed over it: no installation checkpoint, and the witness still holds the old history.
+      expect(await second.collections.ledgerCheckpoints.countDocuments({ tenant: INSTALLATION })).toBe(0);
+      expect((JSON.parse(readFileSync(own.statePath, 'utf8')) as { logs: Record<string, unknown> }).logs[INSTALLATION_ORIGIN]).toEqual(held);
+      const cp = await call(`${second.url}/v1/ledger/checkpoint`, { key: again.key });
+      expect(cp.body.installation).toBeNull();
+      // `ledger audit` fails on it.
+      const findings = await auditInstallation(new LedgerStore(second.collections), new WitnessStore(second.collections), TEST_LEDGER_SIGNER);
+      expect(findings.map((f) => f.kind)).toContain('witness');
+    } finally {
+      await second.close();
+      await own.stop();
+    }
+  });
+
+  test('a split view: two copies of one database sign different histories; the witness cosigns one, the other raises the alarm', async () => {
+    // A fresh witness, so the history the copies share starts here.
+    const own = await startWitnessProcess(dir, 'witness.test/split', `log ${INSTALLATION_ORIGIN} ${TEST_LEDGER_SIGNER.text}\n`);
+    const policy = parsePolicy(`witness w ${own.vkey} ${own.url}\nquorum w\n`);
+    const a = await startTestApp({ label: 'split-a', witnessPolicy: policy });
+    try {
+      const org = await a.org();
+      await write(a, org, 3);
+      await witnessedCheckpoint(a, org, 3);
+      await a.services.integrator.stop();
+      await a.services.witnesses?.settled();
+      // The copy: every collection, as a backup restored elsewhere would have it.
+      const copyName = `${a.dbName}-copy`;
+      // Not through the app's client, whose queries are checked against the service's indexes.
+      const admin = await new MongoClient(mongoUri()).connect();
+      const copy = admin.db(copyName);
+      for (const info of await admin.db(a.dbName).listCollections().toArray()) {
+        const docs = await admin.db(a.dbName).collection(info.name).find({}).toArray();
+        if (docs.length) await copy.collection(info.name).insertMany(docs);
+      }
+      const b = await startTestApp({ label: 'split-b', witnessPolicy: policy, sharedDbName: copyName });
+      try {
+        a.services.integrator.start();
+        // Each copy gets other events for the same organization: two histories.
+        await Promise.all([write(a, org, 2), write(b, org, 5)]);
+        const alarmed = await eventually('one copy alarmed', async () => {
+          const [da, db] = await Promise.all([a.collections.ledgerWitnesses.findOne({}), b.collections.ledgerWitnesses.findOne({})]);
+          return da?.alarm ? 'a' : db?.alarm ? 'b' : null;
+        });
+        const victim = alarmed === 'a' ? a : b;
+        const other = alarmed === 'a' ? b : a;
+        expect((await victim.collections.ledgerWitnesses.findOne({}))?.alarm).toMatch(/another (tree|history)/);
+        await eventually('the alarmed copy halted', async () => victim.services.integrator.haltedReason(INSTALLATION));
+        // The witness holds the other copy's history.
+        const held = (JSON.parse(readFileSync(own.statePath, 'utf8')) as { logs: Record<string, { size: number; root: string }> }).logs[INSTALLATION_ORIGIN];
+        expect(await other.collections.ledgerCheckpoints.findOne({ tenant: INSTALLATION, size: held?.size, root: held?.root })).not.toBeNull();
+        expect(await victim.collections.ledgerCheckpoints.findOne({ tenant: INSTALLATION, size: held?.size, root: held?.root })).toBeNull();
+      } finally {
+        await b.close();
+        await copy.dropDatabase();
+        await admin.close();
+      }
+    } finally {
+      await a.close();
+      await own.stop();
+    }
+  });
+});
