@@ -25,7 +25,10 @@ function sameToken(given: string | undefined, expected: string): boolean {
 export function tilesApi(services: Services, authenticate: ExportAuthenticator, installationToken: string | undefined): Middleware<AppState> {
   return async (ctx, next) => {
     const prefix = ctx.path.startsWith(LOG_PREFIX) ? LOG_PREFIX : ctx.path.startsWith(INSTALLATION_PREFIX) ? INSTALLATION_PREFIX : null;
-    if (!prefix || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+    if (!prefix || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
+      await next();
+      return;
+    }
     let tenant: string;
     if (prefix === LOG_PREFIX) tenant = (await authenticate(ctx)).tenant;
     else {

@@ -183,7 +183,7 @@ describe('attacks the witness refuses', () => {
     try {
       const again = await second.org();
       await write(second, again, 2);
-      await eventually('the installation log halted by the witness', async () => second.services.integrator.haltedReason(INSTALLATION));
+      await eventually('the installation log halted by the witness', () => Promise.resolve(second.services.integrator.haltedReason(INSTALLATION)));
       expect(second.services.integrator.haltedReason(INSTALLATION)).toContain('witness w1');
       const docs = await second.collections.ledgerWitnesses.find({ name: 'w1' }).toArray();
       expect(docs[0]?.alarm).toContain(`cosigned a tree of ${held?.size}`);
@@ -233,7 +233,7 @@ describe('attacks the witness refuses', () => {
         const victim = alarmed === 'a' ? a : b;
         const other = alarmed === 'a' ? b : a;
         expect((await victim.collections.ledgerWitnesses.findOne({}))?.alarm).toMatch(/another (tree|history)/);
-        await eventually('the alarmed copy halted', async () => victim.services.integrator.haltedReason(INSTALLATION));
+        await eventually('the alarmed copy halted', () => Promise.resolve(victim.services.integrator.haltedReason(INSTALLATION)));
         // The witness holds the other copy's history.
         const held = (JSON.parse(readFileSync(own.statePath, 'utf8')) as { logs: Record<string, { size: number; root: string }> }).logs[INSTALLATION_ORIGIN];
         expect(await other.collections.ledgerCheckpoints.findOne({ tenant: INSTALLATION, size: held?.size, root: held?.root })).not.toBeNull();

@@ -116,7 +116,6 @@ export function parsePolicy(text: string): Policy {
   const policy: Policy = { logs: [], witnesses: [], groups: [], quorum: '' };
   const names = new Set<string>();
   const keys = new Set<string>();
-  let quorum: string | null = null;
   text.split('\n').forEach((raw, i) => {
     const fail = (why: string): never => {
       throw new NoteError(`policy line ${i + 1}: ${why}`);
@@ -162,16 +161,15 @@ export function parsePolicy(text: string): Policy {
       }
       case 'quorum':
         if (args.length !== 1) fail('quorum <name>');
-        if (quorum !== null) fail('a policy has exactly one quorum line');
+        if (policy.quorum !== '') fail('a policy has exactly one quorum line');
         if (args[0] !== 'none' && !names.has(args[0] as string)) fail(`${args[0]} is not defined on a line before`);
-        quorum = args[0] as string;
+        policy.quorum = args[0] as string;
         return;
       default:
         fail(`unknown keyword ${JSON.stringify(keyword)}`);
     }
   });
-  if (quorum === null) throw new NoteError('the policy has no quorum line');
-  policy.quorum = quorum;
+  if (policy.quorum === '') throw new NoteError('the policy has no quorum line');
   return policy;
 }
 
