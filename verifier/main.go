@@ -7,12 +7,20 @@
 // consistency proof from it.
 //
 //	go run . -url http://localhost:3000 -key alk_… -vkey <name>+<id>+<key> [-events 50] [-old old.checkpoint] [-save new.checkpoint]
+//	         [-witness <cosignature/v1 verifier key> ...] [-fsck]
+//
+// With -witness (repeated), the organization checkpoint must be included in an installation checkpoint
+// cosigned by every witness named, checked with transparency-dev's cosignature/v1 verifier
+// (formats/note). With -fsck, Tessera's fsck (github.com/transparency-dev/tessera/fsck) reads the
+// organization's log and the installation log through the tlog-tiles API and rebuilds every tile from
+// the entry bundles.
 //
 // It prints one line per check and exits 1 on any failure.
 package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -27,10 +35,19 @@ import (
 
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/formats/log"
+	f_note "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/client"
+	"github.com/transparency-dev/tessera/fsck"
 	"golang.org/x/mod/sumdb/note"
 )
+
+type witnessKeys []string
+
+func (w *witnessKeys) String() string     { return strings.Join(*w, ",") }
+func (w *witnessKeys) Set(v string) error { *w = append(*w, v); return nil }
 
 var (
 	baseURL = flag.String("url", "", "the server, e.g. http://localhost:3000")
@@ -39,7 +56,13 @@ var (
 	count   = flag.Int("events", 50, "how many of the newest events to prove")
 	oldFile = flag.String("old", "", "a checkpoint (signed note) saved earlier: prove the log grew from it")
 	save    = flag.String("save", "", "where to save the newest checkpoint")
+	runFsck = flag.Bool("fsck", false, "read the organization's log and the installation log with Tessera's fsck")
+	witness witnessKeys
 )
+
+func init() {
+	flag.Var(&witness, "witness", "a witness's cosignature/v1 verifier key: the installation checkpoint must carry its cosignature (repeatable)")
+}
 
 var failed bool
 
@@ -120,10 +143,18 @@ func run() error {
 	check(key.VerifierKey == *vkey && key.KeyName == verifier.Name(), "the server's key is the pinned key %s", *vkey)
 
 	var newest struct {
-		Origin     string `json:"origin"`
-		TreeSize   uint64 `json:"tree_size"`
-		RootHash   string `json:"root_hash"`
-		Checkpoint string `json:"checkpoint"`
+		Origin       string `json:"origin"`
+		TreeSize     uint64 `json:"tree_size"`
+		RootHash     string `json:"root_hash"`
+		Checkpoint   string `json:"checkpoint"`
+		Installation *struct {
+			Origin        string   `json:"origin"`
+			TreeSize      uint64   `json:"tree_size"`
+			Checkpoint    string   `json:"checkpoint"`
+			EntryIndex    uint64   `json:"entry_index"`
+			Entry         string   `json:"entry"`
+			InclusionPath []string `json:"inclusion_path"`
+		} `json:"installation"`
 	}
 	if err := get("/v1/ledger/checkpoint", nil, &newest); err != nil {
 		return err
@@ -135,6 +166,15 @@ func run() error {
 	}
 	check(cp.Size == newest.TreeSize && base64.StdEncoding.EncodeToString(cp.Hash) == newest.RootHash,
 		"checkpoint of size %d is signed by the key and matches the answer's size and root", cp.Size)
+
+	if len(witness) > 0 {
+		if err := checkWitnessed(verifier, newest.Checkpoint, newest.Installation); err != nil {
+			return err
+		}
+	}
+	if *runFsck {
+		checkTiles(verifier, strings.TrimPrefix(newest.Origin, verifier.Name()+"/"))
+	}
 
 	// The events as the server returns them: each one's JSON is kept raw, to be canonicalized here.
 	var page struct {
@@ -223,4 +263,88 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// checkWitnessed checks that the organization checkpoint is an entry of an installation checkpoint
+// signed by the installation's key and cosigned by every -witness.
+func checkWitnessed(verifier note.Verifier, orgCheckpoint string, inst *struct {
+	Origin        string   `json:"origin"`
+	TreeSize      uint64   `json:"tree_size"`
+	Checkpoint    string   `json:"checkpoint"`
+	EntryIndex    uint64   `json:"entry_index"`
+	Entry         string   `json:"entry"`
+	InclusionPath []string `json:"inclusion_path"`
+}) error {
+	if inst == nil {
+		check(false, "no installation checkpoint includes the organization checkpoint yet")
+		return nil
+	}
+	cosigners := make([]note.Verifier, 0, len(witness))
+	for _, k := range witness {
+		v, err := f_note.NewVerifierForCosignatureV1(k)
+		if err != nil {
+			return fmt.Errorf("-witness %s: %w", k, err)
+		}
+		cosigners = append(cosigners, v)
+	}
+	origin := verifier.Name() + "/installation"
+	cp, _, n, err := log.ParseCheckpoint([]byte(inst.Checkpoint), origin, verifier, cosigners...)
+	if err != nil {
+		check(false, "installation checkpoint: %v", err)
+		return nil
+	}
+	cosigned := 0
+	for _, c := range cosigners {
+		for _, sig := range n.Sigs {
+			if sig.Name == c.Name() && sig.Hash == c.KeyHash() {
+				cosigned++
+				break
+			}
+		}
+	}
+	check(inst.Origin == origin && cp.Size == inst.TreeSize, "installation checkpoint of size %d is signed by the key", cp.Size)
+	check(cosigned == len(cosigners), "%d of %d witnesses cosigned it (cosignature/v1, transparency-dev formats/note)", cosigned, len(cosigners))
+	body := orgCheckpoint[:strings.Index(orgCheckpoint, "\n\n")+1]
+	path, err := decodeAll(inst.InclusionPath)
+	check(err == nil && inst.Entry == body &&
+		proof.VerifyInclusion(rfc6962.DefaultHasher, inst.EntryIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf([]byte(inst.Entry)), path, cp.Hash) == nil,
+		"the organization checkpoint is entry %d of the installation tree of %d", inst.EntryIndex, cp.Size)
+	return nil
+}
+
+// checkTiles runs Tessera's fsck over the tlog-tiles API of the organization's log and of the installation log.
+func checkTiles(verifier note.Verifier, org string) {
+	for _, target := range []struct{ prefix, origin, token string }{
+		{"/v1/ledger/log/", verifier.Name() + "/" + org, *apiKey},
+		{"/v1/ledger/installation/", verifier.Name() + "/installation", ""},
+	} {
+		u, err := url.Parse(strings.TrimSuffix(*baseURL, "/") + target.prefix)
+		if err != nil {
+			check(false, "%s: %v", target.prefix, err)
+			continue
+		}
+		fetcher, err := client.NewHTTPFetcher(u, nil)
+		if err != nil {
+			check(false, "%s: %v", target.prefix, err)
+			continue
+		}
+		if target.token != "" {
+			fetcher.SetAuthorizationHeader("Bearer " + target.token)
+		}
+		f := fsck.New(target.origin, verifier, fetcher, bundleLeafHashes, fsck.Opts{N: 2})
+		err = f.Check(context.Background())
+		check(err == nil, "Tessera fsck: every tile of %s rebuilt from its entry bundles and consistent with its checkpoint (%v)", target.origin, err)
+	}
+}
+
+func bundleLeafHashes(bundle []byte) ([][]byte, error) {
+	eb := &api.EntryBundle{}
+	if err := eb.UnmarshalText(bundle); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(eb.Entries))
+	for _, e := range eb.Entries {
+		out = append(out, rfc6962.DefaultHasher.HashLeaf(e))
+	}
+	return out, nil
 }

@@ -13,7 +13,9 @@ import { hashInputOfEvent } from '../domain/eventFields';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
 import { type Checkpoint, parseCheckpoint } from '../domain/ledger/formats';
 import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note';
-import { ZProofsSidecar } from '../domain/ledger/schemas';
+import { type TInstallationInclusion, ZProofsSidecar } from '../domain/ledger/schemas';
+import { parseCosignerVerifier, verifyCosignature } from '../domain/ledger/cosigner';
+import { checkpointBody, parsePolicy, quorumMet, splitNote } from '../domain/ledger/witnessFormats';
 
 export interface VerifyOptions {
   verifierKey: string;
@@ -22,6 +24,8 @@ export interface VerifyOptions {
   state: string | undefined;
   url: string | undefined;
   key: string | undefined;
+  /** A c2sp.org/tlog-policy file: the installation checkpoint's cosignatures must meet its quorum. */
+  policy?: string | undefined;
 }
 
 export interface Verdict {
@@ -43,6 +47,8 @@ export interface VerifySummary extends Record<string, unknown> {
   filters: Record<string, string>;
   failures: string[];
   verdicts: Verdict[];
+  /** The witnesses whose cosignatures verified (null: no policy given, no witness was checked). */
+  witnesses: string[] | null;
 }
 
 const b64 = (s: string) => Buffer.from(s, 'base64');
@@ -103,9 +109,10 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   const filters = sidecar.filters;
   const unfiltered = Object.keys(filters).length === 0;
   const items: unknown = JSON.parse(readFileSync(options.events, 'utf8'));
+  let witnesses: string[] | null = null;
   const summary = (treeSize: number | null, events: number): VerifySummary => {
     const failures = verdicts.filter((v) => !v.ok).map((v) => v.check);
-    return { ok: failures.length === 0, tree_size: treeSize, events, scope: unfiltered ? 'complete' : 'inclusion', filters, failures, verdicts };
+    return { ok: failures.length === 0, tree_size: treeSize, events, scope: unfiltered ? 'complete' : 'inclusion', filters, failures, verdicts, witnesses };
   };
   if (!Array.isArray(items)) {
     record(false, 'the export is not a JSON array of events');
@@ -180,7 +187,40 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   }
 
   if (options.state) await checkAgainstState(options, verifier, sidecar.checkpoint, checkpoint, record);
+  if (options.policy) witnesses = checkWitnessed(readFileSync(options.policy, 'utf8'), verifier, sidecar.checkpoint, sidecar.installation ?? null, record);
   return summary(checkpoint.size, items.length);
+}
+
+/**
+ * The witnesses' part: the organization checkpoint is an entry of an installation checkpoint signed by
+ * the same key, whose cosignatures (cosignature/v1) by the policy's witnesses meet its quorum. Returns
+ * the witnesses whose cosignatures verified.
+ */
+function checkWitnessed(policyText: string, verifier: Verifier, orgCheckpoint: string, installation: TInstallationInclusion | null, record: (ok: boolean, check: string) => boolean): string[] {
+  const policy = parsePolicy(policyText);
+  if (!installation) {
+    record(false, 'no installation checkpoint includes the checkpoint in the proofs: it is not witnessed (export again in a few seconds)');
+    return [];
+  }
+  let tree: Checkpoint;
+  try {
+    tree = parseCheckpoint(openNote(installation.checkpoint, verifier));
+  } catch (error) {
+    record(false, `installation checkpoint: not signed by ${verifier.name}: ${error instanceof Error ? error.message : String(error)}`);
+    return [];
+  }
+  record(tree.origin === `${verifier.name}/installation` && tree.size === installation.tree_size, `installation checkpoint ${tree.origin} of ${tree.size} entries signed by ${verifier.name}`);
+  const { text, signatures } = splitNote(installation.checkpoint);
+  const cosigned = policy.witnesses
+    .filter((w) => signatures.some((s) => verifyCosignature(text, s, parseCosignerVerifier(w.keyText)) !== null))
+    .map((w) => w.name);
+  record(quorumMet(policy, new Set(cosigned)), `cosigned by ${cosigned.length ? cosigned.join(', ') : 'no witness of the policy'}: the policy's quorum (${policy.quorum}) is ${quorumMet(policy, new Set(cosigned)) ? 'met' : 'NOT met'}`);
+  record(
+    installation.entry === checkpointBody(orgCheckpoint) &&
+      verifyInclusion(installation.entry_index, tree.size, leafHash(installation.entry), installation.inclusion_path.map(b64), tree.root),
+    `the organization checkpoint is entry ${installation.entry_index} of the witnessed installation tree`,
+  );
+  return cosigned;
 }
 
 /** The state file: the newest checkpoint verified so far. The log may only have grown since. */

@@ -66,22 +66,25 @@ export const clientCommands: Command[] = [
   {
     words: 'verify',
     summary: 'check a JSON export and its proofs offline against the signed checkpoint (exit 1 on any failure)',
-    synopsis: '--verifier-key VKEY --events export.json --proofs proofs.json [--state FILE] [--url URL --key KEY]',
-    details: '--state keeps the newest checkpoint seen, so a later rewrite of history fails; --url and --key also ask the service for the consistency proof from it.',
-    options: { 'verifier-key': str, events: str, proofs: str, state: str, url: str, key: str },
+    synopsis: '--verifier-key VKEY --events export.json --proofs proofs.json [--policy FILE] [--state FILE] [--url URL --key KEY]',
+    details: '--policy (a c2sp.org/tlog-policy file naming the witnesses and their quorum) checks that the checkpoint is an entry of an installation checkpoint the witnesses cosigned; without it, no witness is checked and the verdict says so. --state keeps the newest checkpoint seen, so a later rewrite of history fails; --url and --key also ask the service for the consistency proof from it.',
+    options: { 'verifier-key': str, events: str, proofs: str, policy: str, state: str, url: str, key: str },
     async run(values) {
       const verifierKey = opt(values, 'verifier-key');
       const events = opt(values, 'events');
       const proofs = opt(values, 'proofs');
       if (!verifierKey || !events || !proofs) throw new UsageError('verify needs --verifier-key, --events and --proofs');
-      const summary = await runVerify({ verifierKey, events, proofs, state: opt(values, 'state'), url: opt(values, 'url'), key: opt(values, 'key') });
+      const summary = await runVerify({ verifierKey, events, proofs, policy: opt(values, 'policy'), state: opt(values, 'state'), url: opt(values, 'url'), key: opt(values, 'key') });
       const given = Object.entries(summary.filters).map(([name, value]) => `${name}=${value}`).join(', ');
       const verdict = !summary.ok
         ? 'NOT VERIFIED'
         : summary.scope === 'complete'
           ? 'VERIFIED: the export is the whole log up to the signed checkpoint, unchanged'
           : `VERIFIED (INCLUSION ONLY): each exported event is in the signed tree, unchanged; the export was filtered (${given}), so that it holds every matching event is not proven`;
-      const text = [...summary.verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'}  ${v.check}`), verdict].join('\n');
+      const witnessed = summary.witnesses === null
+        ? 'No witness was checked (no --policy): the checkpoint is proven signed by the operator\'s key only.'
+        : `Witnessed by ${summary.witnesses.join(', ') || 'none'}, checked against the policy.`;
+      const text = [...summary.verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'}  ${v.check}`), `${verdict}. ${witnessed}`].join('\n');
       return { json: summary, text, exitCode: summary.ok ? 0 : 1 };
     },
   },
