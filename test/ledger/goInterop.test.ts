@@ -14,6 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Binary } from 'mongodb';
 import { cosignerKeyFileText, parseCosignerKeyFile } from '../../src/domain/ledger/cosigner';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
 import { INSTALLATION } from '../../src/ledger/integrator';
@@ -43,7 +44,7 @@ async function startGoWitness(name: string): Promise<GoWitness> {
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => { reject(new Error('the Go witness did not start')); }, 30_000);
     child.once('exit', (code) => { reject(new Error(`the Go witness exited with ${code}`)); });
-    child.stdout?.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       const match = /Listening on (http:\/\/\S+)\/add-checkpoint/.exec(stdout);
       if (match) {
@@ -146,14 +147,15 @@ describe('two independent witnesses', () => {
     // fsck finds a tile changed in the database.
     const tiles = app.collections.ledgerTiles;
     const tile = await tiles.findOne({ tenant: org.id, tile: `${org.id}/0/0`, width: 256 });
-    const hashes = Buffer.from(tile?.hashes.buffer ?? []);
-    hashes[5] = (hashes[5] ?? 0) ^ 1;
-    await tiles.updateOne({ _id: tile?._id as string }, { $set: { hashes: new (await import('mongodb')).Binary(hashes) } });
+    if (!tile) throw new Error('no full tile');
+    const hashes = Buffer.from(tile.hashes.buffer);
+    hashes.writeUInt8(hashes.readUInt8(5) ^ 1, 5);
+    await tiles.updateOne({ _id: tile._id }, { $set: { hashes: new Binary(hashes) } });
     const broken = await goVerify(app, org, '-fsck');
     expect(broken.code).toBe(1);
     expect(broken.stdout).toContain(`FAIL  Tessera fsck: every tile of ${TEST_LEDGER_SIGNER.name}/${org.id}`);
-    hashes[5] = (hashes[5] ?? 0) ^ 1;
-    await tiles.updateOne({ _id: tile?._id as string }, { $set: { hashes: new (await import('mongodb')).Binary(hashes) } });
+    hashes.writeUInt8(hashes.readUInt8(5) ^ 1, 5);
+    await tiles.updateOne({ _id: tile._id }, { $set: { hashes: new Binary(hashes) } });
   }, 120_000);
 
   test('verify --policy accepts the export of a witnessed log, and says so; without it, says no witness was checked', async () => {
