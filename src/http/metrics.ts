@@ -3,6 +3,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { IngestStats } from '../ingest/ingest';
 import type { IdempotencyStats } from '../services/idempotency';
 import type { Services } from '../services/container';
+import type { Witnesses } from '../ledger/witnesses';
 
 /** The services' plain counters, read when metrics are scraped. */
 export interface ServiceStats {
@@ -10,6 +11,8 @@ export interface ServiceStats {
   idempotency: IdempotencyStats;
   ledger: Services['integrator']['stats'];
   audit: Services['ledgerAudit']['stats'];
+  /** Submissions to the installation log's witnesses by outcome, and the alarms raised (null: no witnesses). */
+  witnesses: Witnesses['counts'] | null;
 }
 
 export interface Metrics {
@@ -38,6 +41,11 @@ export function createMetrics(options: { defaultMetrics: boolean; stats: () => S
   gauge('idempotency_completions_total', 'Retries with a known key that wrote events still missing', (s) => s.idempotency.completed);
   gauge('idempotency_key_reused_total', 'Writes refused because their key was used for another request (422)', (s) => s.idempotency.reused);
   gauge('ledger_checkpoints_signed_total', 'Checkpoints this instance signed', (s) => s.ledger.checkpoints);
+  gauge('ledger_witness_cosignatures_total', 'Installation checkpoints a witness cosigned (submissions from this instance)', (s) => s.witnesses?.accepted ?? 0);
+  gauge('ledger_witness_conflicts_total', 'Witness answers 409 (the witness held another size: resent from it)', (s) => s.witnesses?.conflicts ?? 0);
+  gauge('ledger_witness_refusals_total', 'Witness answers that cosigned nothing and are not alarms (404 unknown log, 403 untrusted key, 400, others)', (s) => s.witnesses?.refused ?? 0);
+  gauge('ledger_witness_unreachable_total', 'Submissions to a witness that got no answer', (s) => s.witnesses?.unreachable ?? 0);
+  gauge('ledger_witness_alarms_total', 'Witness alarms: a witness holds a history the installation log does not extend (see ledger audit)', (s) => s.witnesses?.alarms ?? 0);
   gauge('ledger_integration_failures_total', 'Ledger integration rounds that failed (retried at the next interval)', (s) => s.ledger.failures);
   gauge('ledger_conflicts_total', 'Times an organization\'s log halted because its stored ledger state disagreed with what was signed, or was missing (run ledger audit)', (s) => s.ledger.conflicts);
   gauge('ledger_halted_organizations', 'Organizations whose log this instance will not sign until an operator runs ledger reseal', (s) => s.ledger.halted);
