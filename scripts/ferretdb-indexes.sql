@@ -24,7 +24,8 @@ CREATE OR REPLACE FUNCTION audit_ledger_gin_fields(tbl text) RETURNS text[] LANG
     WHEN tbl ~ '^(organizations|api_keys|api_key_uses|sessions|idempotency_keys|ledger_heads)_[0-9a-f]{8}$' THEN ARRAY['_id']
     WHEN tbl ~ '^ledger_tiles_[0-9a-f]{8}$' THEN ARRAY['_id', 'tile']
     WHEN tbl ~ '^ledger_checkpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
-    WHEN tbl ~ '^(ledger_entries|ledger_cosignatures)_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint']
+    WHEN tbl ~ '^ledger_entries_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint', 'tenant']
+    WHEN tbl ~ '^ledger_cosignatures_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint']
     WHEN tbl ~ '^ledger_witnesses_[0-9a-f]{8}$' THEN ARRAY['_id']
     ELSE ARRAY[]::text[]
   END

@@ -95,7 +95,11 @@ const TILE_INDEXES: IndexDescription[] = [{ key: { tenant: 1, tile: 1 }, name: '
 // An organization's newest checkpoint, and the one of a given size.
 const CHECKPOINT_INDEXES: IndexDescription[] = [{ key: { tenant: 1, size: -1 }, name: 'tenant_size' }];
 // The installation log's entry of an organization checkpoint (entries are read by `_id` otherwise).
-const ENTRY_INDEXES: IndexDescription[] = [{ key: { checkpoint: 1 }, name: 'checkpoint' }];
+// and whether an organization ever had a checkpoint (a log found without one that had some was wiped).
+const ENTRY_INDEXES: IndexDescription[] = [
+  { key: { checkpoint: 1 }, name: 'checkpoint' },
+  { key: { tenant: 1 }, name: 'tenant' },
+];
 // The cosignatures of one installation checkpoint.
 const COSIGNATURE_INDEXES: IndexDescription[] = [{ key: { checkpoint: 1 }, name: 'checkpoint' }];
 

@@ -199,6 +199,11 @@ export class LedgerStore {
     return this.c.ledgerEntries.find({ _id: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ _id: 1 }).toArray();
   }
 
+  /** Whether the installation log holds a checkpoint of `tenant`'s log. */
+  async hasEntriesOf(tenant: string): Promise<boolean> {
+    return (await this.c.ledgerEntries.findOne({ tenant }, { projection: { _id: 1 } })) !== null;
+  }
+
   /** The installation log's entries in order (the audit). */
   entriesInOrder(): AsyncIterable<LedgerEntryDoc> {
     return this.c.ledgerEntries.find({}).sort({ _id: 1 });

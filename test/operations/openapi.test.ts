@@ -22,7 +22,7 @@ test('it describes every /v1 operation with the spec statuses', () => {
     'GET /events/export': ['200', '400', '401', '500'],
     'GET /events/{id}/proof': ['200', '400', '401', '404', '500'],
     'GET /ledger/key': ['200', '401', '500'],
-    'GET /ledger/checkpoint': ['200', '401', '404', '500'],
+    'GET /ledger/checkpoint': ['200', '400', '401', '404', '500'],
     'GET /ledger/consistency': ['200', '400', '401', '404', '500'],
     'GET /ledger/proofs': ['200', '400', '401', '404', '500'],
   });

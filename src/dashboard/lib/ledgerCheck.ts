@@ -4,7 +4,8 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import type { TEvent } from '../../domain/event';
-import type { TInclusionProof } from '../../domain/ledger/schemas';
+import type { TInclusionProof, TInstallationInclusion, TLedgerSummary } from '../../domain/ledger/schemas';
+import { importVerifier, verifyWitnessed } from '../../domain/ledger/webVerify';
 import { checkCheckpoint, checkEvent, type FetchConsistency } from './ledgerTrust';
 import { useMe } from './session';
 import { trpc } from './trpc';
@@ -24,6 +25,19 @@ export function useCheckpointTrust(note: string | undefined, servedKey: string |
     queryFn: () => checkCheckpoint(localStorage, org as string, servedKey as string, note as string, fetchConsistency),
     enabled: Boolean(org && note && servedKey),
     // The Ledger page polls: keep the last verdict on screen while the next checkpoint is checked.
+    placeholderData: (previous) => previous,
+    staleTime: Infinity,
+    retry: false,
+  });
+}
+
+/** The newest checkpoint's inclusion in the installation log and its cosignatures, verified here. */
+export function useWitnessCheck(summary: TLedgerSummary | undefined) {
+  const installation = summary?.checkpoint?.installation;
+  return useQuery({
+    queryKey: ['ledger', 'witnesses', installation?.checkpoint, summary?.checkpoint?.checkpoint],
+    queryFn: async () => verifyWitnessed((summary as TLedgerSummary).checkpoint?.checkpoint as string, installation as TInstallationInclusion, await importVerifier((summary as TLedgerSummary).verifier_key), (summary as TLedgerSummary).witnesses),
+    enabled: Boolean(installation && summary),
     placeholderData: (previous) => previous,
     staleTime: Infinity,
     retry: false,

@@ -6,11 +6,12 @@ import { CopyButton } from '../components/CopyButton';
 import { ErrorState, LoadingRows } from '../components/States';
 import { CouldNotVerify, TrustVerdictNote } from '../components/TrustVerdictNote';
 import { formatNumber } from '../lib/format';
-import { useCheckpointTrust, useLedgerSummary } from '../lib/ledgerCheck';
+import { useCheckpointTrust, useLedgerSummary, useWitnessCheck } from '../lib/ledgerCheck';
 
 export function LedgerPage() {
   const ledger = useLedgerSummary(5000);
   const trust = useCheckpointTrust(ledger.data?.checkpoint?.checkpoint, ledger.data?.verifier_key);
+  const witnessCheck = useWitnessCheck(ledger.data);
   const origin = window.location.origin;
   return (
     <div className="page">
@@ -47,6 +48,51 @@ export function LedgerPage() {
             )}
             {trust.data && <TrustVerdictNote verdict={trust.data} />}
             {trust.isError && <CouldNotVerify error={trust.error} />}
+          </section>
+          <section className="card" data-testid="ledger-witnesses">
+            <h2>Witnesses</h2>
+            {ledger.data.quorum === null ? (
+              <p className="muted">
+                No witnesses are configured (<code>LEDGER_WITNESS_POLICY</code>): checkpoints are signed by the operator&apos;s key only, and
+                only a checkpoint you keep yourself shows a rewrite.
+              </p>
+            ) : (
+              <>
+                <p className="muted">
+                  Every checkpoint of this log is an entry of the installation log, whose checkpoints independent witnesses cosign once they
+                  extend the last they saw. Quorum: <code>{ledger.data.quorum}</code>.
+                </p>
+                <table className="table" data-testid="witness-table">
+                  <thead>
+                    <tr><th>Witness</th><th>Newest cosigned</th><th>Status</th></tr>
+                  </thead>
+                  <tbody>
+                    {ledger.data.witnesses.map((w) => (
+                      <tr key={w.verifier_key}>
+                        <td><code>{w.name}</code></td>
+                        <td>{w.cosigned_size ? `installation tree of ${formatNumber(w.cosigned_size)}` : 'none yet'}</td>
+                        <td className={w.alarm ? 'form-error' : undefined} data-testid={w.alarm ? 'witness-alarm' : undefined}>
+                          {w.alarm ? `ALARM: ${w.alarm}` : w.error ?? 'ok'}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+                {ledger.data.checkpoint?.installation ? (
+                  <p data-testid="witness-verdict" className={witnessCheck.data && witnessCheck.data.failures.length === 0 ? undefined : 'form-error'}>
+                    {witnessCheck.data
+                      ? witnessCheck.data.failures.length === 0
+                        ? `Checked in this browser: the newest checkpoint is in installation checkpoint ${formatNumber(witnessCheck.data.size)}, cosigned by ${witnessCheck.data.cosigned.join(', ') || 'no witness'}${ledger.data.checkpoint.installation.witnessed ? ' (quorum met).' : ' (quorum not met yet).'}`
+                        : `Not verified: ${witnessCheck.data.failures.join('; ')}`
+                      : witnessCheck.isError
+                        ? `Could not verify: ${witnessCheck.error.message}`
+                        : 'Checking the cosignatures…'}
+                  </p>
+                ) : (
+                  <p className="muted">The newest checkpoint is not in an installation checkpoint yet.</p>
+                )}
+              </>
+            )}
           </section>
           <section className="card">
             <div className="card-title-row">

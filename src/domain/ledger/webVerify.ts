@@ -8,7 +8,8 @@ import type { TEvent } from '../event';
 import { hashInputOfEvent } from '../eventFields';
 import { type Checkpoint, canonicalEventText, fromBase64, keyIdInput, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, signaturesBy } from './formats';
 import { rootFromInclusion, rootsFromConsistency } from './proofWalk';
-import type { TInclusionProof } from './schemas';
+import type { TInclusionProof, TInstallationInclusion } from './schemas';
+import { checkpointBody, cosignatureTime, cosignedMessage, cosignerKeyIdInput, parseCosignerKeyText, splitNote } from './witnessFormats';
 
 type Hash = Uint8Array<ArrayBuffer>;
 
@@ -96,4 +97,51 @@ export async function verifyConsistency(older: Checkpoint, newer: Checkpoint, pr
   if (hashes.some((h) => h?.length !== 32)) return false;
   const roots = rootsFromConsistency(older.size, newer.size, hashes.map((h) => Promise.resolve(new Uint8Array(h as Uint8Array))), Promise.resolve(new Uint8Array(older.root)), node);
   return roots !== null && sameBytes(await roots[0], older.root) && sameBytes(await roots[1], newer.root);
+}
+
+export interface WitnessCheck {
+  /** The installation checkpoint's size. */
+  size: number;
+  /** The witnesses whose cosignatures verified here. */
+  cosigned: string[];
+  failures: string[];
+}
+
+/**
+ * Whether the organization checkpoint `orgNote` is an entry of the installation checkpoint in
+ * `installation`, signed by `verifier`, and which of `witnesses` cosigned it (cosignature/v1, Ed25519
+ * over `cosignature/v1\ntime <t>\n` and the checkpoint's body): the checks `verify --policy` makes.
+ */
+export async function verifyWitnessed(
+  orgNote: string,
+  installation: TInstallationInclusion,
+  verifier: WebVerifier,
+  witnesses: readonly { name: string; verifier_key: string }[],
+): Promise<WitnessCheck> {
+  const failures: string[] = [];
+  const tree = await openCheckpoint(installation.checkpoint, verifier);
+  if (tree.origin !== `${verifier.name}/installation` || tree.size !== installation.tree_size) failures.push('the installation checkpoint is not the one the answer names');
+  const { text, signatures } = splitNote(installation.checkpoint);
+  const cosigned: string[] = [];
+  for (const witness of witnesses) {
+    const parts = parseCosignerKeyText(witness.verifier_key);
+    const id = new DataView((await sha256(cosignerKeyIdInput(parts.name, parts.publicKey))).buffer).getUint32(0);
+    if (id !== parts.id) continue;
+    const key = await crypto.subtle.importKey('raw', new Uint8Array(parts.publicKey), { name: 'Ed25519' }, false, ['verify']);
+    for (const signature of signatures) {
+      const time = signature.name === parts.name && signature.id === id ? cosignatureTime(signature.signature) : null;
+      if (time === null) continue;
+      if (await crypto.subtle.verify({ name: 'Ed25519' }, key, new Uint8Array(signature.signature.subarray(8)), utf8(cosignedMessage(text, time)))) {
+        cosigned.push(witness.name);
+        break;
+      }
+    }
+  }
+  const path = installation.inclusion_path.map((p) => fromBase64(p));
+  const leaf = sha256(Uint8Array.of(0), utf8(installation.entry));
+  const root = installation.entry === checkpointBody(orgNote) && path.every((p) => p?.length === 32)
+    ? rootFromInclusion(installation.entry_index, tree.size, leaf, path.map((p) => Promise.resolve(new Uint8Array(p as Uint8Array))), node)
+    : null;
+  if (!root || !sameBytes(await root, tree.root)) failures.push(`the organization checkpoint is not entry ${installation.entry_index} of the installation tree`);
+  return { size: tree.size, cosigned, failures };
 }
