@@ -199,7 +199,9 @@ export class Witnesses implements InstallationWitnessing {
         });
         text = await response.text();
       } catch (error) {
-        return failed(`unreachable: ${error instanceof Error ? error.message : String(error)}`, 'unreachable');
+        // fetch's own message is "fetch failed"; the reason (ECONNREFUSED, a timeout) is its cause.
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        return failed(`unreachable: ${cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error))}`, 'unreachable');
       }
       switch (response.status) {
         case 200: {

@@ -6,17 +6,21 @@
  * Screenshots of each main page go to test-artifacts/screenshots.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { storageKey } from '../../src/dashboard/lib/ledgerTrust';
 import { checkpointText } from '../../src/domain/ledger/formats';
 import { signNote } from '../../src/domain/ledger/note';
+import { cosignerFromSeed } from '../../src/domain/ledger/cosigner';
+import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
 import { call, createEvent, SPEC_CSV_COLUMNS } from '../helpers/api';
 import { artifactPath, launchChromium } from '../helpers/browser';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
+import { startWitnessProcess } from '../helpers/processes';
 
 jest.setTimeout(180_000);
 
@@ -46,7 +50,12 @@ const shot = (name: string) => page.screenshot({ path: artifactPath('screenshots
 
 beforeAll(async () => {
   if (!existsSync(`${DASHBOARD_DIR}/index.html`)) throw new Error('The dashboard is not built: `npm test` builds it first; alone, run `npm run build`.');
-  app = await startTestApp({ label: 'browser' });
+  // A witness that cosigns, and one that cannot be reached: the Ledger page shows both.
+  const witnessDir = mkdtempSync(join(tmpdir(), 'browser-witness-'));
+  const witness = await startWitnessProcess(witnessDir, 'witness.acme.test', `log ledger.test/installation ${TEST_LEDGER_SIGNER.text}\n`);
+  cleanups.push(async () => { await witness.stop(); rmSync(witnessDir, { recursive: true, force: true }); });
+  const offline = cosignerFromSeed('witness.offline.test', randomBytes(32)).text;
+  app = await startTestApp({ label: 'browser', witnessPolicy: parsePolicy(`witness acme ${witness.vkey} ${witness.url}\nwitness offline ${offline} http://127.0.0.1:9\nquorum acme\n`) });
   cleanups.push(() => app.close());
   browser = await launchChromium();
   cleanups.push(() => browser.close());
@@ -247,7 +256,15 @@ describe('the dashboard in a browser', () => {
     await page.getByText('npx audit-ledger verify --verifier-key').waitFor();
     // The event detail left checkpoint 4 in this browser's memory; the newest extends it, proven here.
     await page.getByTestId('ledger-trust').getByText('Extends the checkpoint of 4 events this browser verified before: proven, nothing rewritten.').waitFor();
+    // The witnesses: the cosignatures on the installation checkpoint that includes this one, checked here.
+    await page.getByTestId('witness-verdict').getByText(/^Checked in this browser: the newest checkpoint is in installation checkpoint \d+, cosigned by acme \(quorum met\)\.$/).waitFor();
+    expect(await page.getByTestId('witness-table').textContent()).toContain('unreachable');
     await shot('07d-ledger');
+    // An alarm (a witness holding another history) is shown in red, until an operator clears it.
+    await app.collections.ledgerWitnesses.updateOne({ name: 'offline' }, { $set: { alarm: 'the witness cosigned a tree of 9 entries, and this log has 4' } });
+    await page.reload();
+    await page.getByTestId('witness-alarm').getByText('ALARM: the witness cosigned a tree of 9 entries, and this log has 4').waitFor();
+    await app.collections.ledgerWitnesses.updateOne({ name: 'offline' }, { $set: { alarm: null } });
 
     // Had the server shown this browser another history before (a checkpoint of 3 events with another
     // root, signed with the real key), the newest checkpoint cannot be proven to extend it: said loudly.
