@@ -624,7 +624,8 @@ export class LedgerIntegrator {
    * and signs their tree, but only as an extension of the newest checkpoint this key signed that can be
    * found: the events must still give that checkpoint's root, or nothing is written. Checkpoint documents
    * this key did not sign are deleted. With no signed checkpoint at all, the stored events are sealed as
-   * they are: that is the operator's decision, and it is logged. Holds every leaf hash in memory (32 bytes
+   * they are: that is the operator's decision, and it is logged, and the new checkpoint is appended to the
+   * installation log like any other. Holds every leaf hash in memory (32 bytes
    * and a Buffer's overhead per event).
    */
   async reseal(tenant: string): Promise<{ anchor: number | null; size: number; planted: number }> {
@@ -659,8 +660,13 @@ export class LedgerIntegrator {
     for (const treeSize of [anchor?.size ?? 0, size]) for (const tile of tilesOf(leaves, treeSize)) tiles.set(tileDoc(tenant, tile)._id, tileDoc(tenant, tile));
     const root = await rootHash(nodesOf(leaves), size);
     const note = signNote(checkpointText({ origin: this.origin(tenant), size, root }), signer);
-    await store.replaceLog(planted, [...tiles.values()], { _id: checkpointId(tenant, size), tenant, size, root: root.toString('base64'), note, created_at: this.clock.now() });
+    const checkpoint: LedgerCheckpointDoc = { _id: checkpointId(tenant, size), tenant, size, root: root.toString('base64'), note, created_at: this.clock.now() };
+    await store.replaceLog(planted, [...tiles.values()], checkpoint);
     this.logs.delete(tenant);
+    // Like every checkpoint, it enters the installation log: a reseal is visible to the witnesses' and
+    // the customers' monitors, whatever it sealed.
+    this.unrolled.push({ tenant, checkpoint: checkpoint._id, body: checkpointBody(note) });
+    await this.append();
     this.log.warn({ tenant, anchor: anchor?.size ?? null, size, planted: planted.length }, 'ledger RESEALED by an operator from the stored events');
     return { anchor: anchor?.size ?? null, size, planted: planted.length };
   }

@@ -5,7 +5,7 @@
  * copies of one database signing different histories) are refused by the witness and raise an alarm.
  * The same with transparency-dev's witness and Tessera's fsck: `goInterop.test.ts`.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseCosignerVerifier, verifyCosignature } from '../../src/domain/ledger/cosigner';
@@ -21,7 +21,7 @@ import { MongoClient } from 'mongodb';
 import { call, eventBody } from '../helpers/api';
 
 import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
-import { startWitnessProcess, type WitnessProcess } from '../helpers/processes';
+import { runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
 
 const INSTALLATION_ORIGIN = `${TEST_LEDGER_SIGNER.name}/installation`;
 let dir: string;
@@ -164,6 +164,60 @@ describe('a witnessed installation', () => {
     const entries = await fetch(`${app.url}/v1/ledger/installation/tile/entries/000.p/1`);
     const first = Buffer.from(await entries.arrayBuffer());
     expect(first.subarray(2).toString()).toMatch(new RegExp(`^${TEST_LEDGER_SIGNER.name}/org_\\S+\\n\\d+\\n\\S+=\\n$`));
+  });
+});
+
+describe('the customer\'s monitor', () => {
+  test('passes while the log only grows, and fails once the organization\'s history is rewritten, even by an operator\'s reseal', async () => {
+    const own = await startWitnessProcess(dir, 'witness.test/monitor', `log ${INSTALLATION_ORIGIN} ${TEST_LEDGER_SIGNER.text}\n`);
+    const policyFile = join(dir, 'monitor.policy');
+    writeFileSync(policyFile, `witness w ${own.vkey} ${own.url}\nquorum w\n`);
+    const app = await startTestApp({ label: 'monitor', witnessPolicy: parsePolicy(readFileSync(policyFile, 'utf8')) });
+    const state = join(dir, 'monitor.state');
+    const monitor = () => runCli(['monitor', '--url', app.url, '--key', org.key, '--verifier-key', TEST_LEDGER_SIGNER.text, '--state', state, '--policy', policyFile], {});
+    const org = await app.org();
+    try {
+      for (const n of [3, 4, 5]) {
+        await write(app, org, n);
+        await witnessedCheckpoint(app, org, 1);
+      }
+      const first = await monitor();
+      expect(first.stdout).not.toContain('FAIL');
+      expect(first.code).toBe(0);
+      expect(first.stdout).toMatch(/ok {4}the organization's log .* each extend the one before \(newest: 12 events/);
+      await write(app, org, 2);
+      await witnessedCheckpoint(app, org, 14);
+      const second = await monitor();
+      expect(second.code).toBe(0);
+      expect(second.stdout).toMatch(/the installation log's entries since \d+ give the signed root/);
+
+      // The operator wipes the organization and seals a new history with the key: it enters the
+      // installation log like every checkpoint, and the witness cosigns it (the installation log only
+      // grew), but the customer's monitor sees the organization's log go back.
+      await app.services.integrator.stop();
+      const c = app.collections;
+      await Promise.all([c.events.deleteMany({ tenant: org.id }), c.ledgerTiles.deleteMany({ tenant: org.id }), c.ledgerCheckpoints.deleteMany({ tenant: org.id }), c.ledgerHeads.deleteMany({ _id: org.id })]);
+      // A restarted service on the wiped database (the first one stays silent: it only serves the same data).
+      const restarted = await startTestApp({ label: 'monitor-restart', sharedDbName: app.dbName, witnessPolicy: parsePolicy(readFileSync(policyFile, 'utf8')) });
+      try {
+        // A longer history than the one it replaces: only the consistency proof can tell.
+        await write(restarted, org, 20);
+        await eventually('the organization halted', () => Promise.resolve(restarted.services.integrator.haltedReason(org.id)));
+        await restarted.services.integrator.reseal(org.id);
+        await eventually('the resealed checkpoint in a witnessed installation checkpoint', async () => {
+          const cp = await call(`${restarted.url}/v1/ledger/checkpoint`, { key: org.key });
+          return cp.body.tree_size === 20 && cp.body.installation?.witnessed;
+        });
+        const third = await runCli(['monitor', '--url', restarted.url, '--key', org.key, '--verifier-key', TEST_LEDGER_SIGNER.text, '--state', state, '--policy', policyFile], {});
+        expect(third.code).toBe(1);
+        expect(third.stdout).toMatch(/FAIL {2}the organization's checkpoint of 20 \(installation entry \d+\) extends the one of 14 \(entry \d+\): no valid consistency proof \(200\): the log was REWRITTEN/);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await app.close();
+      await own.stop();
+    }
   });
 });
 

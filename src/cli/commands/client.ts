@@ -3,6 +3,7 @@ import { type Command, flag, need, opt, str, UsageError } from '../command';
 import { runExport } from '../exportCommand';
 import { runImport } from '../importCommand';
 import { runVerify } from '../verifyCommand';
+import { runMonitor } from '../monitorCommand';
 
 const DEFAULT_IMPORT_BATCH = 500;
 
@@ -61,6 +62,21 @@ export const clientCommands: Command[] = [
           `${summary.resumed_after_line ? ` (resumed after line ${summary.resumed_after_line})` : ''}; ${summary.refused.length} lines refused.`,
       ].join('\n');
       return { json: summary, text, exitCode: summary.refused.length ? 1 : 0 };
+    },
+  },
+  {
+    words: 'monitor',
+    summary: 'check that the installation log only grew and that every checkpoint of your organization in it extends the one before (exit 1 on any failure)',
+    synopsis: '--url URL --key KEY --verifier-key VKEY --state FILE [--policy FILE] [--installation-token TOKEN]',
+    details: 'Run it regularly (cron): it reads the installation log through its tlog-tiles API from where the last run stopped (--state), checks its newest checkpoint\'s signature and, with --policy, its witnesses\' quorum, rebuilds its tree from the new entries, and asks the service for the consistency proof between each two successive checkpoints of your organization\'s log found there. A history rewritten or wiped after your last run fails it, even if you never exported.',
+    options: { url: str, key: str, 'verifier-key': str, state: str, policy: str, 'installation-token': str },
+    async run(values) {
+      const summary = await runMonitor({
+        url: need(values, 'url'), key: need(values, 'key'), verifierKey: need(values, 'verifier-key'), state: need(values, 'state'),
+        policy: opt(values, 'policy'), installationToken: opt(values, 'installation-token'),
+      });
+      const text = [...summary.verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'}  ${v.check}`), summary.ok ? 'OK: one history, witnessed as far as the policy says' : 'NOT OK'].join('\n');
+      return { json: summary, text, exitCode: summary.ok ? 0 : 1 };
     },
   },
   {
