@@ -50,6 +50,8 @@ export function serviceEnv(uri: string, dbName: string): Record<string, string> 
 
 export interface Proc {
   url: string;
+  /** Its Prometheus endpoint, when it logged one (the service does: METRICS_PORT=0 picks a free port). */
+  metricsUrl: string | null;
   child: ChildProcess;
 }
 
@@ -70,18 +72,18 @@ export async function startProcess(script: string, env: Record<string, string>, 
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout }); // piped above
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, metricsPort } = await new Promise<{ port: number; metricsPort?: number }>((resolve, reject) => {
     child.once('exit', (code) => { reject(new Error(`${script} exited with ${code}`)); });
     lines.on('line', (line) => {
       try {
-        const port = (JSON.parse(line) as { port?: number }).port;
-        if (port) resolve(port);
+        const entry = JSON.parse(line) as { port?: number; metricsPort?: number };
+        if (entry.port) resolve({ port: entry.port, metricsPort: entry.metricsPort });
       } catch {
         // not JSON
       }
     });
   });
-  return { url: `http://127.0.0.1:${port}`, child };
+  return { url: `http://127.0.0.1:${port}`, metricsUrl: metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : null, child };
 }
 
 /** A service process on a fresh database `dbName`, with one organization and its key; `close` stops it and drops the database. */

@@ -144,6 +144,8 @@ export class LedgerIntegrator {
   private readonly logs = new Map<string, LogState>();
   private timer: NodeJS.Timeout | null = null;
   private readonly counts = { checkpoints: 0, failures: 0, conflicts: 0 };
+  /** Rounds that signed something, and the time they spent on the organizations' logs and on the installation log's part. */
+  private readonly timing = { rounds: 0, organizationMs: 0, installationMs: 0 };
   /** The round running now, and the one asked for while it runs (it starts when this one ends). */
   private current: Promise<Map<string, Error>> | null = null;
   private queued: Promise<Map<string, Error>> | null = null;
@@ -164,10 +166,10 @@ export class LedgerIntegrator {
   ) {}
 
   /** Checkpoints signed, rounds failed, halts (counted each time a log halts), and the logs halted now (metrics). */
-  get stats(): { checkpoints: number; failures: number; conflicts: number; halted: number } {
+  get stats(): { checkpoints: number; failures: number; conflicts: number; halted: number; rounds: number; organizationMs: number; installationMs: number } {
     let halted = 0;
     for (const state of this.logs.values()) if (state.halted) halted++;
-    return { ...this.counts, halted };
+    return { ...this.counts, halted, ...this.timing };
   }
 
   origin(tenant: string): string {
@@ -313,9 +315,12 @@ export class LedgerIntegrator {
       this.log.error({ tenant, error: describeDbError(error) }, 'ledger integration failed; retried next round');
       failures.set(tenant, error instanceof Error ? error : new Error('ledger integration failed'));
     };
+    const started = performance.now();
     for (const plan of await this.integrateLogs(due, signer, fail)) {
       if (plan.fresh) this.unrolled.push({ tenant: plan.tenant, checkpoint: plan.checkpoint._id, body: checkpointBody(plan.checkpoint.note) });
     }
+    const organizationsDone = performance.now();
+    const signedBefore = this.counts.checkpoints;
     // The round's organization checkpoints become entries of the installation log, and one checkpoint of
     // it covers them all: one installation round, however many organizations signed.
     try {
@@ -326,6 +331,11 @@ export class LedgerIntegrator {
     const installation = this.state(INSTALLATION);
     if (asked.has(INSTALLATION) || (!installation.halted && installation.storedTo > installation.size)) {
       for (const plan of await this.integrateLogs([INSTALLATION], signer, fail)) if (plan.fresh) this.witnessing?.signed(plan.checkpoint);
+    }
+    if (this.counts.checkpoints > signedBefore || due.length > 0) {
+      this.timing.rounds++;
+      this.timing.organizationMs += organizationsDone - started;
+      this.timing.installationMs += performance.now() - organizationsDone;
     }
     return this.finish(failures, asked);
   }
