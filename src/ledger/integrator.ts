@@ -59,6 +59,11 @@ export class LedgerHalt extends Error {
   override readonly name = 'LedgerHalt';
 }
 
+/** Another instance signed further than this one loaded: not a failure, the next round loads its tree. */
+export class LogBehind extends Error {
+  override readonly name = 'LogBehind';
+}
+
 /** A log with no checkpoint yet whose first events were stored by another instance: that one begins it. */
 class NotBegunHere extends Error {
   override readonly name = 'NotBegunHere';
@@ -306,7 +311,7 @@ export class LedgerIntegrator {
     const fail = (tenant: string, error: unknown) => {
       const state = this.state(tenant);
       state.loaded = false;
-      if (error instanceof NotBegunHere) return;
+      if (error instanceof NotBegunHere || error instanceof LogBehind) return;
       if (error instanceof LedgerHalt) {
         this.halt(tenant, state, error.message);
         return;
@@ -446,7 +451,8 @@ export class LedgerIntegrator {
   /** The root of the log's tree of `size` leaves, where it is the loaded tree's, the new one's or an older one's. */
   private async rootAt(tenant: string, state: LogState, extension: Extension, size: number): Promise<Buffer> {
     if (size === extension.size) return edgeRoot(extension.edges);
-    if (size > state.size) throw new LedgerHalt(`a witness cosigned a tree of ${size} entries, but this log has ${extension.size}`);
+    // Signed meanwhile by another instance, past what this one loaded: the next round loads it first.
+    if (size > state.size) throw new LogBehind(`the installation tree of ${size} was signed elsewhere meanwhile`);
     return rootHash(new TileReader(this.store.forTenant(tenant)).nodes(state.size), size);
   }
 

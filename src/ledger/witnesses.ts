@@ -21,7 +21,7 @@ import { addCheckpointBody, parsePolicy, parseSignatureLines, type Policy, quoru
 import type { LedgerCheckpointDoc, LedgerWitnessDoc } from '../db/documents';
 import type { WitnessStore } from '../db/witnessStore';
 import { describeDbError } from '../db/errors';
-import { INSTALLATION, type InstallationWitnessing, LedgerHalt } from './integrator';
+import { INSTALLATION, type InstallationWitnessing, LedgerHalt, LogBehind } from './integrator';
 import type { TenantLedgerReader } from './reader';
 
 /** Reads LEDGER_WITNESS_POLICY's file; throws a ConfigError naming the file and the line that is wrong. */
@@ -114,7 +114,12 @@ export class Witnesses implements InstallationWitnessing {
       const doc = this.docs.get(w.verifier.text);
       if (!doc) continue;
       if (doc.alarm) throw new LedgerHalt(`witness ${w.name} raised an alarm: ${doc.alarm}`);
-      if (doc.size > size) throw new LedgerHalt(`witness ${w.name} cosigned a tree of ${doc.size} entries; this log would sign one of ${size}`);
+      if (doc.size > size) {
+        // Another instance signed further (its checkpoint is stored): this one is behind, and reloads.
+        const stored = await this.installation.ofSize(doc.size);
+        if (stored && stored.root === doc.root) throw new LogBehind(`witness ${w.name} cosigned the installation tree of ${doc.size}, beyond this instance's ${size}`);
+        throw new LedgerHalt(`witness ${w.name} cosigned a tree of ${doc.size} entries that this log does not hold (it would sign one of ${size})`);
+      }
       if (doc.size > 0 && doc.root && !(await rootAt(doc.size)).equals(Buffer.from(doc.root, 'base64'))) {
         throw new LedgerHalt(`witness ${w.name} cosigned another tree of ${doc.size} entries than this log holds`);
       }

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseCosignerVerifier, verifyCosignature } from '../../src/domain/ledger/cosigner';
 import { fromBase64, parseCheckpoint } from '../../src/domain/ledger/formats';
-import { leafHash, verifyInclusion } from '../../src/domain/ledger/merkle';
+import { leafHash, nodesOf, rootHash, verifyInclusion } from '../../src/domain/ledger/merkle';
 import { openNote } from '../../src/domain/ledger/note';
 import { checkpointBody, parsePolicy, splitNote } from '../../src/domain/ledger/witnessFormats';
 import { INSTALLATION } from '../../src/ledger/integrator';
@@ -165,6 +165,40 @@ describe('a witnessed installation', () => {
     const first = Buffer.from(await entries.arrayBuffer());
     expect(first.subarray(2).toString()).toMatch(new RegExp(`^${TEST_LEDGER_SIGNER.name}/org_\\S+\\n\\d+\\n\\S+=\\n$`));
   });
+});
+
+test('two instances on one database append to one installation log: gapless entries, one history, no alarm', async () => {
+  const own = await startWitnessProcess(dir, 'witness.test/two', `log ${INSTALLATION_ORIGIN} ${TEST_LEDGER_SIGNER.text}\n`);
+  const policy = parsePolicy(`witness w ${own.vkey} ${own.url}\nquorum w\n`);
+  const a = await startTestApp({ label: 'two-instances', witnessPolicy: policy, ledgerIntervalMs: 50 });
+  const b = await startTestApp({ label: 'two-instances-b', witnessPolicy: policy, sharedDbName: a.dbName, ledgerIntervalMs: 50 });
+  try {
+    const orgs = await Promise.all(Array.from({ length: 8 }, () => a.org()));
+    // Each instance writes (and so signs and appends) for its own organizations, in several rounds at once.
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(orgs.map((org, i) => write(i % 2 === 0 ? a : b, org, 2)));
+    }
+    await Promise.all(orgs.map((org, i) => witnessedCheckpoint(i % 2 === 0 ? a : b, org, 10)));
+    const c = a.collections;
+    const ids = (await c.ledgerEntries.find({}).sort({ _id: 1 }).toArray()).map((e) => e._id);
+    expect(ids).toEqual(ids.map((_, i) => i));
+    // Every installation checkpoint either signed is the root of the entries' first `size`.
+    const entries = await c.ledgerEntries.find({}).sort({ _id: 1 }).toArray();
+    const checkpoints = await c.ledgerCheckpoints.find({ tenant: INSTALLATION }).toArray();
+    expect(checkpoints.length).toBeGreaterThan(1);
+    for (const checkpoint of checkpoints) {
+      const root = await rootHash(nodesOf(entries.slice(0, checkpoint.size).map((e) => leafHash(e.body))), checkpoint.size);
+      expect(root.toString('base64')).toBe(checkpoint.root);
+    }
+    // Each organization checkpoint appended once or more, never lost.
+    const orgCheckpoints = await c.ledgerCheckpoints.countDocuments({ tenant: { $ne: INSTALLATION } });
+    expect(new Set(entries.map((e) => e.checkpoint)).size).toBe(orgCheckpoints);
+    expect(await c.ledgerWitnesses.countDocuments({ alarm: { $ne: null } })).toBe(0);
+  } finally {
+    await b.close();
+    await a.close();
+    await own.stop();
+  }
 });
 
 describe('the customer\'s monitor', () => {
