@@ -1,13 +1,14 @@
 /**
  * The background audit (LEDGER_AUDIT_INTERVAL_MS): `ledger audit` on every organization, one after
- * another, on a schedule. Findings are logged (kind, leaf, event id: never event contents) and counted,
+ * another, and on the installation log and its witnesses' alarms, on a schedule. Findings are logged (kind, leaf, event id: never event contents) and counted,
  * so an alert on `ledger_audit_findings_total` tells that someone changed the database.
  */
 import type { Logger } from 'pino';
 import type { LedgerStore } from '../db/ledgerStore';
 import type { OrgRepository } from '../db/orgRepository';
 import type { Verifier } from '../domain/ledger/note';
-import { auditLog } from './audit';
+import type { WitnessStore } from '../db/witnessStore';
+import { auditInstallation, auditLog } from './audit';
 
 export class AuditSchedule {
   private timer: NodeJS.Timeout | null = null;
@@ -17,6 +18,7 @@ export class AuditSchedule {
   constructor(
     private readonly orgs: OrgRepository,
     private readonly store: LedgerStore,
+    private readonly witnesses: WitnessStore,
     private readonly verifier: Verifier | null,
     private readonly log: Logger,
   ) {}
@@ -42,6 +44,13 @@ export class AuditSchedule {
       } catch (error) {
         this.log.error({ tenant, error: String(error) }, 'ledger audit could not run');
       }
+    }
+    try {
+      const findings = await auditInstallation(this.store, this.witnesses, this.verifier);
+      this.stats.findings += findings.length;
+      for (const finding of findings) this.log.error({ tenant: 'installation', finding }, 'ledger audit: the installation log or its witnesses report a problem');
+    } catch (error) {
+      this.log.error({ tenant: 'installation', error: String(error) }, 'ledger audit could not run');
     }
     this.stats.runs++;
   }

@@ -78,7 +78,8 @@ export async function createServices(
   const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
   const policy = config.ledger?.witnessPolicy;
-  const witnesses = policy && ledgerOptions.signer ? new Witnesses(policy, new WitnessStore(c), ledgerReader.installation(), ledgerOptions.signer, log) : null;
+  const witnessStore = new WitnessStore(c);
+  const witnesses = policy && ledgerOptions.signer ? new Witnesses(policy, witnessStore, ledgerReader.installation(), ledgerOptions.signer, log) : null;
   integrator.witnessing = witnesses;
   if (witnesses) witnesses.onAlarm = (reason) => { integrator.haltInstallation(reason); };
   // Instances authenticate each other with a key derived from the signing key file they share.
@@ -98,7 +99,7 @@ export async function createServices(
     integrator,
     ledgerReads: new LedgerService(ledgerReader, events, witnesses),
     witnesses,
-    ledgerAudit: new AuditSchedule(orgs, ledgerStore, config.ledger?.signer ?? null, log),
+    ledgerAudit: new AuditSchedule(orgs, ledgerStore, witnessStore, config.ledger?.signer ?? null, log),
     events,
     idempotent,
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
