@@ -13,11 +13,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { BODIES, load, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
-import { organizationsWithKeys } from './bench/manyOrganizations';
+import { recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
+import { CONNECTIONS, organizationsWithKeys, spreadLoad, WARM_UP_SECONDS } from './bench/manyOrganizations';
 
-const CONNECTIONS = 32;
-const WARM_UP_SECONDS = 2;
 const COUNTS = [1, 100, 1000];
 const PAIRS = Number(process.env.BENCH_WITNESS_PAIRS ?? 2);
 /** serviceEnv's LEDGER_NAME: the installation log's origin is `<name>/installation`. */
@@ -72,20 +70,7 @@ async function verifierKeyOf(uri: string, dbName: string): Promise<string> {
 async function run(uri: string, dbName: string, keys: string[], env: Record<string, string>): Promise<Run> {
   const service = await startProcess('src/main.ts', { ...serviceEnv(uri, dbName), ...env });
   try {
-    let n = 0;
-    const drive = (seconds: number) => load({
-      url: service.url,
-      duration: seconds,
-      connections: CONNECTIONS,
-      requests: [{
-        method: 'POST',
-        path: '/v1/events',
-        setupRequest: (req) => {
-          const i = n++;
-          return { ...req, headers: { authorization: `Bearer ${keys[i % keys.length] ?? ''}`, 'content-type': 'application/json' }, body: BODIES[i % BODIES.length] };
-        },
-      }],
-    });
+    const drive = spreadLoad(service.url, keys);
     await drive(WARM_UP_SECONDS);
     const before = await metrics(service.metricsUrl);
     const measured = await drive(SECONDS);

@@ -143,18 +143,11 @@ func run() error {
 	check(key.VerifierKey == *vkey && key.KeyName == verifier.Name(), "the server's key is the pinned key %s", *vkey)
 
 	var newest struct {
-		Origin       string `json:"origin"`
-		TreeSize     uint64 `json:"tree_size"`
-		RootHash     string `json:"root_hash"`
-		Checkpoint   string `json:"checkpoint"`
-		Installation *struct {
-			Origin        string   `json:"origin"`
-			TreeSize      uint64   `json:"tree_size"`
-			Checkpoint    string   `json:"checkpoint"`
-			EntryIndex    uint64   `json:"entry_index"`
-			Entry         string   `json:"entry"`
-			InclusionPath []string `json:"inclusion_path"`
-		} `json:"installation"`
+		Origin       string                 `json:"origin"`
+		TreeSize     uint64                 `json:"tree_size"`
+		RootHash     string                 `json:"root_hash"`
+		Checkpoint   string                 `json:"checkpoint"`
+		Installation *installationInclusion `json:"installation"`
 	}
 	if err := get("/v1/ledger/checkpoint", nil, &newest); err != nil {
 		return err
@@ -265,16 +258,20 @@ func run() error {
 	return nil
 }
 
-// checkWitnessed checks that the organization checkpoint is an entry of an installation checkpoint
-// signed by the installation's key and cosigned by every -witness.
-func checkWitnessed(verifier note.Verifier, orgCheckpoint string, inst *struct {
+// installationInclusion is the answer's `installation`: the installation checkpoint (with the
+// witnesses' cosignatures) and the organization checkpoint's inclusion in it.
+type installationInclusion struct {
 	Origin        string   `json:"origin"`
 	TreeSize      uint64   `json:"tree_size"`
 	Checkpoint    string   `json:"checkpoint"`
 	EntryIndex    uint64   `json:"entry_index"`
 	Entry         string   `json:"entry"`
 	InclusionPath []string `json:"inclusion_path"`
-}) error {
+}
+
+// checkWitnessed checks that the organization checkpoint is an entry of an installation checkpoint
+// signed by the installation's key and cosigned by every -witness.
+func checkWitnessed(verifier note.Verifier, orgCheckpoint string, inst *installationInclusion) error {
 	if inst == nil {
 		check(false, "no installation checkpoint includes the organization checkpoint yet")
 		return nil

@@ -18,13 +18,13 @@ import { MongoClient } from 'mongodb';
 import { ApiKeyRepository } from '../../src/db/apiKeyRepository';
 import { collections, ensureIndexes } from '../../src/db/database';
 import { OrgRepository } from '../../src/db/orgRepository';
-import { BENCH_PLAN_CAPS, BODIES, load, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
+import { BENCH_PLAN_CAPS, BODIES, load, type Load, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
 
 /** The ledger's per-organization rounds, before one round integrated every due organization (issue 20). */
 export const ROUNDS_BASELINE = process.env.BENCH_ROUNDS_BASELINE ?? 'a33d566';
 /** The connections of the issue's measurements. */
-const CONNECTIONS = 32;
-const WARM_UP_SECONDS = 2;
+export const CONNECTIONS = 32;
+export const WARM_UP_SECONDS = 2;
 export const ORGANIZATION_COUNTS = [1, 16, 1000] as const;
 const BYSTANDERS = 1000;
 /** Rounds held off for the length of a run: the "without" side of the A/B. */
@@ -44,24 +44,29 @@ export async function organizationsWithKeys(client: MongoClient, dbName: string,
   return out;
 }
 
+/** Single-event writes to `url` for some seconds, CONNECTIONS at once, spread evenly over `keys`. */
+export function spreadLoad(url: string, keys: readonly string[]): (seconds: number) => Promise<Load> {
+  let n = 0;
+  return (seconds) => load({
+    url,
+    duration: seconds,
+    connections: CONNECTIONS,
+    requests: [{
+      method: 'POST',
+      path: '/v1/events',
+      setupRequest: (req) => {
+        const i = n++;
+        return { ...req, headers: { authorization: `Bearer ${keys[i % keys.length] ?? ''}`, 'content-type': 'application/json' }, body: BODIES[i % BODIES.length] };
+      },
+    }],
+  });
+}
+
 /** Events/s stored by one service process of the checkout at `cwd`, with the load spread over `keys`. */
 export async function ingestOver(uri: string, dbName: string, keys: string[], cwd: string, env: Record<string, string> = {}): Promise<number> {
   const service = await startProcess('src/main.ts', { ...serviceEnv(uri, dbName), ...env }, cwd);
   try {
-    let n = 0;
-    const run = (seconds: number) => load({
-      url: service.url,
-      duration: seconds,
-      connections: CONNECTIONS,
-      requests: [{
-        method: 'POST',
-        path: '/v1/events',
-        setupRequest: (req) => {
-          const i = n++;
-          return { ...req, headers: { authorization: `Bearer ${keys[i % keys.length] ?? ''}`, 'content-type': 'application/json' }, body: BODIES[i % BODIES.length] };
-        },
-      }],
-    });
+    const run = spreadLoad(service.url, keys);
     await run(WARM_UP_SECONDS);
     const measured = await run(SECONDS);
     if (measured.non2xx > 0 || measured.timeouts > 0) console.log(`  (${measured.non2xx} non-2xx, ${measured.timeouts} timeouts)`);

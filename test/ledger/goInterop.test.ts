@@ -18,7 +18,7 @@ import { Binary } from 'mongodb';
 import { cosignerKeyFileText, parseCosignerKeyFile } from '../../src/domain/ledger/cosigner';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
 import { INSTALLATION } from '../../src/ledger/integrator';
-import { call, eventBody } from '../helpers/api';
+import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { ROOT, runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
 
@@ -60,16 +60,6 @@ async function stopGoWitness(witness: GoWitness): Promise<void> {
   if (witness.child.exitCode !== null) return;
   witness.child.kill('SIGTERM');
   await once(witness.child, 'exit');
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 async function writeAndWitness(app: TestApp, org: TestOrg, count: number): Promise<any> {

@@ -18,7 +18,7 @@ import { auditInstallation } from '../../src/ledger/audit';
 import { LedgerStore } from '../../src/db/ledgerStore';
 import { WitnessStore } from '../../src/db/witnessStore';
 import { MongoClient } from 'mongodb';
-import { call, eventBody } from '../helpers/api';
+import { call, eventBody, eventually } from '../helpers/api';
 
 import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
@@ -29,16 +29,6 @@ let witness: WitnessProcess;
 /** A witness that does not follow our log: it answers 404, an error, not an alarm. */
 let stranger: WitnessProcess;
 let policyText: string;
-
-async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 async function write(app: TestApp, org: TestOrg, count: number): Promise<void> {
   const res = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: count }, (_, i) => eventBody({ actor: { id: `w${i}` } })) } });
