@@ -169,7 +169,8 @@ export class Witnesses implements InstallationWitnessing {
     this.running.set(key, run().finally(() => this.running.delete(key)));
   }
 
-  private async submit(w: Witness, checkpoint: LedgerCheckpointDoc): Promise<void> {
+  private async submit(w: Witness, submitted: LedgerCheckpointDoc): Promise<void> {
+    let checkpoint = submitted;
     const key = w.verifier.text;
     const doc: LedgerWitnessDoc = this.docs.get(key) ?? { _id: key, name: w.name, size: 0, root: null, error: null, alarm: null, updated_at: new Date() };
     const save = async (change: Partial<LedgerWitnessDoc>) => {
@@ -189,10 +190,25 @@ export class Witnesses implements InstallationWitnessing {
       await save({ error: message });
     };
     if (doc.alarm) return;
-    const body = checkpoint.note.slice(0, checkpoint.note.lastIndexOf('\n\n') + 1);
+    /**
+     * The witness is at `size`, beyond this checkpoint. Another instance of this installation may have
+     * signed and submitted further already: then the newest checkpoint stored is sent from that size
+     * instead (the witness checks it extends what it holds). Otherwise the witness was shown a longer
+     * history than this log has: an alarm.
+     */
+    const beyond = async (size: number): Promise<boolean> => {
+      const newest = await this.installation.newest();
+      if (!newest || newest.size < size) {
+        await alarm(`the witness cosigned a tree of ${size} entries, and this log has ${newest?.size ?? 0}: it was shown another history, or this log was rolled back`);
+        return false;
+      }
+      checkpoint = newest;
+      return true;
+    };
     let old = doc.size;
+    if (old > checkpoint.size && !(await beyond(old))) return;
     for (let conflicts = 0; ; ) {
-      if (old > checkpoint.size) return alarm(`the witness cosigned a tree of ${old} entries, and this log has ${checkpoint.size}: it was shown another history, or this log was rolled back`);
+      const body = checkpoint.note.slice(0, checkpoint.note.lastIndexOf('\n\n') + 1);
       const proof = old === 0 || old === checkpoint.size ? [] : await this.installation.consistency(old, checkpoint.size);
       let response: Response;
       let text: string;
@@ -231,8 +247,8 @@ export class Witnesses implements InstallationWitnessing {
           const theirs = Number(size[1]);
           // Same size, another root (v1.0.0 answers 409 for it): the witness cosigned another tree of this size.
           if (theirs === old) return alarm(`the witness cosigned another tree of ${theirs} entries than this log's`);
-          if (theirs > checkpoint.size) return alarm(`the witness cosigned a tree of ${theirs} entries, and this log has ${checkpoint.size}: it was shown another history, or this log was rolled back`);
           if (++conflicts > MAX_CONFLICTS) return failed(`its size kept changing (409, last ${theirs})`, 'refused');
+          if (theirs > checkpoint.size && !(await beyond(theirs))) return;
           old = theirs;
           continue;
         }
