@@ -1,0 +1,141 @@
+/**
+ * `npm run bench:scale`: what an added instance brings, each instance capped by a cgroup to its own
+ * share of CPU (BENCH_SCALE_QUOTA, default 25,000 µs per 100,000: a quarter of a core), as machines of
+ * their own would be (issue 22). 1, 2 and 4 instances on one database, the load (32 connections, split
+ * evenly over the instances) on one busy organization, then spread over sixteen; the ledger on (its
+ * default interval). A/B in one run: this checkout against `BENCH_SCALE_BASELINE` (a git worktree
+ * sharing node_modules), the order alternating. Per run: events/s stored, the ratio to one instance of
+ * the same side, and whether every sequence is gapless. Recorded in BENCHMARKS.md.
+ * Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb` prints one) and root for the cgroups
+ * (BENCH_SCALE_UNCAPPED=1 runs without them, for machines that cannot).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { collections } from '../src/db/database';
+import { capCpu, checkCgroups } from './bench/cgroup';
+import { load, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop, BODIES } from './bench/common';
+import { organizationsWithKeys } from './bench/manyOrganizations';
+
+const BASELINE = process.env.BENCH_SCALE_BASELINE ?? '9cb5623';
+const QUOTA_US = Number(process.env.BENCH_SCALE_QUOTA ?? 25_000);
+const UNCAPPED = process.env.BENCH_SCALE_UNCAPPED === '1';
+const CONNECTIONS = 32;
+const WARM_UP_SECONDS = 3;
+const INSTANCES = (process.env.BENCH_SCALE_INSTANCES ?? '1,2,4').split(',').map(Number);
+const ORGANIZATIONS = (process.env.BENCH_SCALE_ORGANIZATIONS ?? '1,16').split(',').map(Number);
+
+interface Run {
+  side: 'baseline' | 'this';
+  instances: number;
+  organizations: number;
+  perSecond: number;
+  gapless: boolean;
+  failed: number;
+}
+
+async function gapless(client: MongoClient, dbName: string): Promise<boolean> {
+  const c = collections(client.db(dbName));
+  for (const tenant of await c.events.distinct('tenant')) {
+    const count = await c.events.countDocuments({ tenant });
+    const newest = await c.events.findOne({ tenant }, { sort: { seq: -1 }, projection: { seq: 1 } });
+    if ((newest?.seq ?? 0) !== count) return false;
+  }
+  return true;
+}
+
+async function run(uri: string, client: MongoClient, side: Run['side'], cwd: string, instances: number, organizations: number, tag: string): Promise<Run> {
+  const dbName = `bench_scale_${tag}`;
+  const keys = await organizationsWithKeys(client, dbName, organizations, 'Scale');
+  const procs = [];
+  const releases: (() => void)[] = [];
+  try {
+    for (let i = 0; i < instances; i++) {
+      const proc = await startProcess('src/main.ts', serviceEnv(uri, dbName), cwd);
+      procs.push(proc);
+      if (!UNCAPPED) releases.push(capCpu(proc.child.pid as number, `audit-ledger-bench-${process.pid}-${tag}-${i}`, QUOTA_US));
+    }
+    // The instances see each other (a heartbeat is 1 s) before the load.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    let n = 0;
+    const drive = (seconds: number) => Promise.all(procs.map((proc) => load({
+      url: proc.url,
+      duration: seconds,
+      connections: Math.max(1, Math.floor(CONNECTIONS / instances)),
+      requests: [{
+        method: 'POST',
+        path: '/v1/events',
+        setupRequest: (req) => {
+          const i = n++;
+          return { ...req, headers: { authorization: `Bearer ${keys[i % keys.length] ?? ''}`, 'content-type': 'application/json' }, body: BODIES[i % BODIES.length] };
+        },
+      }],
+    })));
+    await drive(WARM_UP_SECONDS);
+    const loads = await drive(SECONDS);
+    const stored = loads.reduce((sum, l) => sum + l.ok, 0);
+    const failed = loads.reduce((sum, l) => sum + l.non2xx + l.timeouts, 0);
+    for (const proc of procs) await stop(proc);
+    const result: Run = { side, instances, organizations, perSecond: stored / SECONDS, gapless: await gapless(client, dbName), failed };
+    return result;
+  } finally {
+    for (const proc of procs) await stop(proc);
+    for (const release of releases) release();
+    await client.db(dbName).dropDatabase();
+  }
+}
+
+async function main(): Promise<void> {
+  const uri = process.env.MONGODB_URI;
+  if (!uri) throw new Error('set MONGODB_URI (npm run db:ferretdb prints one)');
+  if (!UNCAPPED) checkCgroups();
+  const dir = mkdtempSync(join(tmpdir(), 'audit-ledger-scale-'));
+  execFileSync('git', ['worktree', 'add', '--detach', dir, BASELINE], { cwd: ROOT, stdio: 'ignore' });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  const client = await MongoClient.connect(uri);
+  const runs: Run[] = [];
+  try {
+    let turn = 0;
+    for (const organizations of ORGANIZATIONS) {
+      for (const instances of INSTANCES) {
+        const sides: [Run['side'], string][] = [['baseline', dir], ['this', ROOT]];
+        if (turn++ % 2 === 1) sides.reverse();
+        for (const [side, cwd] of sides) {
+          const result = await run(uri, client, side, cwd, instances, organizations, `${Date.now()}_${side}_${instances}_${organizations}`);
+          runs.push(result);
+          const one = runs.find((r) => r.side === side && r.organizations === organizations && r.instances === 1);
+          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}`);
+        }
+      }
+    }
+  } finally {
+    await client.close();
+    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const cell = (side: Run['side'], instances: number, organizations: number) => {
+    const r = runs.find((x) => x.side === side && x.instances === instances && x.organizations === organizations);
+    const one = runs.find((x) => x.side === side && x.instances === 1 && x.organizations === organizations);
+    if (!r || !one) return '—';
+    return `${r.perSecond.toFixed(0)}${instances > 1 ? ` (${(r.perSecond / one.perSecond).toFixed(2)}×)` : ''}${r.gapless ? '' : ' GAPS'}${r.failed ? ` ${r.failed} failed` : ''}`;
+  };
+  const lines = [
+    await runHeading(uri, `scale-out with each instance capped to ${UNCAPPED ? 'nothing (uncapped)' : `${QUOTA_US / 1000} ms of CPU per 100 ms`}, \`npm run bench:scale\``),
+    '',
+    `Events/s stored by all instances together (${CONNECTIONS} connections split over them, ${SECONDS} s after ${WARM_UP_SECONDS} s of warm-up, the ledger on), this checkout against \`${BASELINE}\`, alternating; every sequence checked gapless:`,
+    '',
+    `| instances | one organization, \`${BASELINE}\` | one organization, this checkout | sixteen organizations, \`${BASELINE}\` | sixteen organizations, this checkout |`,
+    '|---|---|---|---|---|',
+    ...INSTANCES.map((i) => `| ${i} | ${cell('baseline', i, 1)} | ${cell('this', i, 1)} | ${cell('baseline', i, 16)} | ${cell('this', i, 16)} |`),
+    '',
+  ];
+  recordBenchmark(lines);
+  console.log(`\n${lines.join('\n')}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
