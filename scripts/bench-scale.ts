@@ -16,13 +16,13 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { collections } from '../src/db/database';
 import { capCpu, checkCgroups } from './bench/cgroup';
-import { load, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop, BODIES } from './bench/common';
+import { BODIES, load, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
 import { organizationsWithKeys } from './bench/manyOrganizations';
 
 const BASELINE = process.env.BENCH_SCALE_BASELINE ?? '9cb5623';
 const QUOTA_US = Number(process.env.BENCH_SCALE_QUOTA ?? 25_000);
 const UNCAPPED = process.env.BENCH_SCALE_UNCAPPED === '1';
-const CONNECTIONS = 32;
+const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 32);
 const WARM_UP_SECONDS = 3;
 const INSTANCES = (process.env.BENCH_SCALE_INSTANCES ?? '1,2,4').split(',').map(Number);
 const ORGANIZATIONS = (process.env.BENCH_SCALE_ORGANIZATIONS ?? '1,16').split(',').map(Number);
@@ -49,7 +49,7 @@ async function gapless(client: MongoClient, dbName: string): Promise<boolean> {
 async function run(uri: string, client: MongoClient, side: Run['side'], cwd: string, instances: number, organizations: number, tag: string): Promise<Run> {
   const dbName = `bench_scale_${tag}`;
   const keys = await organizationsWithKeys(client, dbName, organizations, 'Scale');
-  const procs = [];
+  const procs: Proc[] = [];
   const releases: (() => void)[] = [];
   try {
     for (let i = 0; i < instances; i++) {

@@ -26,7 +26,7 @@ CREATE OR REPLACE FUNCTION audit_ledger_gin_fields(tbl text) RETURNS text[] LANG
     WHEN tbl ~ '^ledger_checkpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
     WHEN tbl ~ '^ledger_entries_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint', 'tenant']
     WHEN tbl ~ '^ledger_cosignatures_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint']
-    WHEN tbl ~ '^ledger_witnesses_[0-9a-f]{8}$' THEN ARRAY['_id']
+    WHEN tbl ~ '^(ledger_witnesses|export_leases)_[0-9a-f]{8}$' THEN ARRAY['_id']
     ELSE ARRAY[]::text[]
   END
 $$;

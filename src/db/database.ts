@@ -1,7 +1,7 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import type {
-  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc,
 } from './documents';
 
 export interface Collections {
@@ -27,6 +27,8 @@ export interface Collections {
   ledgerCosignatures: Collection<LedgerCosignatureDoc>;
   /** One document per witness of the policy, by `_id`. */
   ledgerWitnesses: Collection<LedgerWitnessDoc>;
+  /** Export slots held across the installation, by `_id`. */
+  exportLeases: Collection<ExportLeaseDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -47,6 +49,7 @@ export function collections(db: Db): Collections {
     ledgerEntries: db.collection<LedgerEntryDoc>('ledger_entries'),
     ledgerCosignatures: db.collection<LedgerCosignatureDoc>('ledger_cosignatures'),
     ledgerWitnesses: db.collection<LedgerWitnessDoc>('ledger_witnesses'),
+    exportLeases: db.collection<ExportLeaseDoc>('export_leases'),
   };
 }
 

@@ -188,6 +188,16 @@ export interface LedgerHeadDoc {
   size: number;
 }
 
+/** One export slot of an organization, held by one running export somewhere in the installation. */
+export interface ExportLeaseDoc {
+  /** `<tenant>/<slot>`. */
+  _id: string;
+  /** A random id of the export holding it. */
+  holder: string;
+  /** When the export is cut off at the latest (EXPORT_TIMEOUT_MS) and a minute more: then anyone may take it over. */
+  expires_at: Date;
+}
+
 /**
  * An entry of the installation log: the body of an organization checkpoint (origin, size and root lines),
  * at index `_id`. Entries are claimed by inserting the next index (a duplicate loses and tries the next),

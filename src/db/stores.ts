@@ -11,6 +11,8 @@ import { EventReader } from './eventReader';
 import { IdempotencyRepository } from './idempotencyRepository';
 import { LedgerStore } from './ledgerStore';
 import type { Logger } from 'pino';
+import { ExportLeaseStore } from './exportLeaseStore';
+import { WitnessStore } from './witnessStore';
 
 export class Stores {
   /** Idempotency claims (their ids bind the organization: `claimIdOf`). */
@@ -20,6 +22,10 @@ export class Stores {
   /** The ledger's integrator rounds, audits and reseals (`forTenant` for one organization's). */
   readonly ledger: LedgerStore;
   readonly apiKeys: ApiKeyRepository;
+  /** Export slots held across the installation. */
+  readonly exportLeases: ExportLeaseStore;
+  /** What the installation knows of its witnesses. */
+  readonly witnesses: WitnessStore;
 
   constructor(
     private readonly c: Collections,
@@ -29,6 +35,8 @@ export class Stores {
     this.inserts = new EventInserts(c, log);
     this.ledger = new LedgerStore(c);
     this.apiKeys = new ApiKeyRepository(c);
+    this.exportLeases = new ExportLeaseStore(c);
+    this.witnesses = new WitnessStore(c);
   }
 
   /** One organization's events, read. */

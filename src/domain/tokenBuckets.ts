@@ -15,10 +15,24 @@ export interface RateVerdict {
 export class TokenBuckets {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
+  /**
+   * `share`: the part of the rate and the burst this process may give (default all of it). With N
+   * instances behind a balancer, 1/N of each keeps a key at the installation's limit without any
+   * shared counter: the balancer spreads a key's requests, and so its buckets.
+   */
   constructor(
-    private readonly perSecond: number,
-    private readonly burst: number,
+    private readonly fullPerSecond: number,
+    private readonly fullBurst: number,
+    private readonly share: () => number = () => 1,
   ) {}
+
+  private get perSecond(): number {
+    return this.fullPerSecond * this.share();
+  }
+
+  private get burst(): number {
+    return Math.max(1, this.fullBurst * this.share());
+  }
 
   /** Takes one token from `id`'s bucket at time `nowMs`, if it has one. */
   take(id: string, nowMs: number): RateVerdict {

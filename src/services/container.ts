@@ -19,7 +19,6 @@ import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
 import { LedgerReader } from '../ledger/reader';
 import { Witnesses } from '../ledger/witnesses';
 import type { Policy } from '../domain/ledger/witnessFormats';
-import { WitnessStore } from '../db/witnessStore';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
 import { ApiKeyAuthenticator } from './auth';
@@ -78,7 +77,7 @@ export async function createServices(
   const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
   const policy = config.ledger?.witnessPolicy;
-  const witnessStore = new WitnessStore(c);
+  const witnessStore = stores.witnesses;
   const witnesses = policy && ledgerOptions.signer ? new Witnesses(policy, witnessStore, ledgerReader.installation(), ledgerOptions.signer, log) : null;
   integrator.witnessing = witnesses;
   if (witnesses) witnesses.onAlarm = (reason) => { integrator.haltInstallation(reason); };
@@ -105,7 +104,8 @@ export async function createServices(
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
     keys: new ApiKeyService(apiKeys, auth, clock),
     usage: new UsageService(events, orgs, clock),
-    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst),
+    // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
+    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => 1 / Math.max(1, ingest.instances.liveCount)),
     clock,
     log,
     limits,

@@ -53,7 +53,7 @@ export class EventService {
     private readonly ledger: Pick<LedgerIntegrator, 'receipt'>,
     private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs' | 'batchEvents'>,
   ) {
-    this.exportSlots = new ExportSlots(limits.exportsPerOrg);
+    this.exportSlots = new ExportSlots(limits.exportsPerOrg, limits.exportTimeoutMs, stores.exportLeases, clock);
   }
 
   /** Events are read through a reader bound to the caller's organization, and no other. */
@@ -130,7 +130,7 @@ export class EventService {
   async export(principal: Principal, filters: TEventFilters, treeSize?: number): Promise<{ docs: Readable; treeSize: number }> {
     const query = toEventQuery(filters);
     const reader = this.readerFor(principal);
-    const release = this.exportSlots.acquire(principal.tenant);
+    const release = await this.exportSlots.acquire(principal.tenant);
     const cursor = reader.stream(query);
     let size: number;
     try {

@@ -29,12 +29,12 @@ export async function expectGapless(app: TestApp, org: TestOrg, count?: number):
 }
 
 /** Two `src/main.ts` processes on the database of a test app, started before the suite and each seeing the other. */
-export function twoProcessesOnOneDatabase(label: string): { app: () => TestApp; servers: () => [ServerProcess, ServerProcess] } {
+export function twoProcessesOnOneDatabase(label: string, extraEnv: Record<string, string> = {}): { app: () => TestApp; servers: () => [ServerProcess, ServerProcess] } {
   let app: TestApp | undefined;
   let servers: ServerProcess[] = [];
   beforeAll(async () => {
     app = await startTestApp({ label });
-    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+    const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, ...extraEnv };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     for (const server of servers) {
       while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
