@@ -5,7 +5,8 @@
  * evenly over the instances) on one busy organization, then spread over sixteen; the ledger on (its
  * default interval). A/B in one run: this checkout against `BENCH_SCALE_BASELINE` (a git worktree
  * sharing node_modules), the order alternating. Per run: events/s stored, the ratio to one instance of
- * the same side, and whether every sequence is gapless. Recorded in BENCHMARKS.md.
+ * the same side, whether every sequence is gapless, and each instance's CPU over the window in cores
+ * (the capped instance at its quota is the limit). Recorded in BENCHMARKS.md.
  * Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb` prints one) and root for the cgroups
  * (BENCH_SCALE_UNCAPPED=1 runs without them, for machines that cannot).
  */
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { collections } from '../src/db/database';
 import { capCpu, checkCgroups } from './bench/cgroup';
-import { BODIES, load, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
+import { BODIES, cpuSecondsOf, load, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
 import { organizationsWithKeys } from './bench/manyOrganizations';
 
 const BASELINE = process.env.BENCH_SCALE_BASELINE ?? '9cb5623';
@@ -35,6 +36,8 @@ interface Run {
   perSecond: number;
   gapless: boolean;
   failed: number;
+  /** Each instance's CPU over the measured window, in cores (the cap is QUOTA_US / 100,000). */
+  cores: number[];
 }
 
 async function gapless(client: MongoClient, dbName: string): Promise<boolean> {
@@ -75,11 +78,13 @@ async function run(uri: string, client: MongoClient, side: Run['side'], cwd: str
       }],
     })));
     await drive(WARM_UP_SECONDS);
+    const cpuBefore = procs.map((proc) => cpuSecondsOf(proc.child.pid as number));
     const loads = await drive(SECONDS);
+    const cores = procs.map((proc, i) => (cpuSecondsOf(proc.child.pid as number) - (cpuBefore[i] ?? 0)) / SECONDS);
     const stored = loads.reduce((sum, l) => sum + l.ok, 0);
     const failed = loads.reduce((sum, l) => sum + l.non2xx + l.timeouts, 0);
     for (const proc of procs) await stop(proc);
-    const result: Run = { side, instances, organizations, perSecond: stored / SECONDS, gapless: await gapless(client, dbName), failed };
+    const result: Run = { side, instances, organizations, perSecond: stored / SECONDS, gapless: await gapless(client, dbName), failed, cores };
     return result;
   } finally {
     for (const proc of procs) await stop(proc);
@@ -107,7 +112,7 @@ async function main(): Promise<void> {
           const result = await run(uri, client, side, cwd, instances, organizations, `${Date.now()}_${side}_${instances}_${organizations}`);
           runs.push(result);
           const one = runs.find((r) => r.side === side && r.organizations === organizations && r.instances === 1);
-          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}`);
+          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}; CPU per instance ${result.cores.map((c) => c.toFixed(2)).join(' / ')} cores`);
         }
       }
     }
@@ -120,7 +125,7 @@ async function main(): Promise<void> {
     const r = runs.find((x) => x.side === side && x.instances === instances && x.organizations === organizations);
     const one = runs.find((x) => x.side === side && x.instances === 1 && x.organizations === organizations);
     if (!r || !one) return '—';
-    return `${r.perSecond.toFixed(0)}${instances > 1 ? ` (${(r.perSecond / one.perSecond).toFixed(2)}×)` : ''}${r.gapless ? '' : ' GAPS'}${r.failed ? ` ${r.failed} failed` : ''}`;
+    return `${r.perSecond.toFixed(0)}${instances > 1 ? ` (${(r.perSecond / one.perSecond).toFixed(2)}×)` : ''}${r.gapless ? '' : ' GAPS'}${r.failed ? ` ${r.failed} failed` : ''}; CPU ${r.cores.map((c) => c.toFixed(2)).join('/')}`;
   };
   const lines = [
     await runHeading(uri, `scale-out with each instance capped to ${UNCAPPED ? 'nothing (uncapped)' : `${QUOTA_US / 1000} ms of CPU per 100 ms`}, \`npm run bench:scale\``),
