@@ -40,6 +40,22 @@ interface Run {
   cores: number[];
 }
 
+/**
+ * For one organization on several instances: the CPU the writer spends per event forwarded to it, and
+ * what a request costs the others. The instances share the requests evenly; the others only serve
+ * requests (and forward them), so their CPU per request is c; the writer serves its share too and
+ * writes every event: writer CPU = (events / n) · c + forwarded · w.
+ */
+function writerShare(run: Run): { requestMs: number; forwardedMs: number } | null {
+  if (run.organizations !== 1 || run.instances < 2) return null;
+  const writer = Math.max(...run.cores);
+  const others = run.cores.filter((_, i) => i !== run.cores.indexOf(writer));
+  const perInstance = run.perSecond / run.instances;
+  const requestMs = (others.reduce((a, b) => a + b, 0) / others.length / perInstance) * 1000;
+  const forwardedMs = ((writer - (perInstance * requestMs) / 1000) / (run.perSecond - perInstance)) * 1000;
+  return { requestMs, forwardedMs };
+}
+
 async function gapless(client: MongoClient, dbName: string): Promise<boolean> {
   const c = collections(client.db(dbName));
   for (const tenant of await c.events.distinct('tenant')) {
@@ -112,7 +128,8 @@ async function main(): Promise<void> {
           const result = await run(uri, client, side, cwd, instances, organizations, `${Date.now()}_${side}_${instances}_${organizations}`);
           runs.push(result);
           const one = runs.find((r) => r.side === side && r.organizations === organizations && r.instances === 1);
-          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}; CPU per instance ${result.cores.map((c) => c.toFixed(2)).join(' / ')} cores`);
+          const share = writerShare(result);
+          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}; CPU per instance ${result.cores.map((c) => c.toFixed(2)).join(' / ')} cores${share ? `; the writer spends ${share.forwardedMs.toFixed(3)} ms per forwarded event, ${((share.forwardedMs / share.requestMs) * 100).toFixed(0)}% of a request's ${share.requestMs.toFixed(3)} ms` : ''}`);
         }
       }
     }
@@ -135,6 +152,11 @@ async function main(): Promise<void> {
     `| instances | one organization, \`${BASELINE}\` | one organization, this checkout | sixteen organizations, \`${BASELINE}\` | sixteen organizations, this checkout |`,
     '|---|---|---|---|---|',
     ...INSTANCES.map((i) => `| ${i} | ${cell('baseline', i, 1)} | ${cell('this', i, 1)} | ${cell('baseline', i, 16)} | ${cell('this', i, 16)} |`),
+    '',
+    ...runs.flatMap((r) => {
+      const share = writerShare(r);
+      return share ? [`- ${r.side}, ${r.instances} instances, one organization: the writer spends ${share.forwardedMs.toFixed(3)} ms of CPU per forwarded event, ${((share.forwardedMs / share.requestMs) * 100).toFixed(0)}% of a request's ${share.requestMs.toFixed(3)} ms (from the instances' CPU: the others only serve requests).`] : [];
+    }),
     '',
   ];
   recordBenchmark(lines);
