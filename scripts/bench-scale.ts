@@ -17,8 +17,8 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { collections } from '../src/db/database';
 import { capCpu, checkCgroups } from './bench/cgroup';
-import { BODIES, cpuSecondsOf, load, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
-import { organizationsWithKeys } from './bench/manyOrganizations';
+import { cpuSecondsOf, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
+import { organizationsWithKeys, spreadLoad } from './bench/manyOrganizations';
 
 const BASELINE = process.env.BENCH_SCALE_BASELINE ?? '9cb5623';
 const QUOTA_US = Number(process.env.BENCH_SCALE_QUOTA ?? 25_000);
@@ -79,26 +79,14 @@ async function run(uri: string, client: MongoClient, side: Run['side'], cwd: str
     }
     // The instances see each other (a heartbeat is 1 s) before the load.
     await new Promise((resolve) => setTimeout(resolve, 2500));
-    let n = 0;
-    const drive = (seconds: number) => Promise.all(procs.map((proc) => load({
-      url: proc.url,
-      duration: seconds,
-      connections: Math.max(1, Math.floor(CONNECTIONS / instances)),
-      requests: [{
-        method: 'POST',
-        path: '/v1/events',
-        setupRequest: (req) => {
-          const i = n++;
-          return { ...req, headers: { authorization: `Bearer ${keys[i % keys.length] ?? ''}`, 'content-type': 'application/json' }, body: BODIES[i % BODIES.length] };
-        },
-      }],
-    })));
+    const loads = procs.map((proc) => spreadLoad(proc.url, keys, Math.max(1, Math.floor(CONNECTIONS / instances))));
+    const drive = (seconds: number) => Promise.all(loads.map((run) => run(seconds)));
     await drive(WARM_UP_SECONDS);
     const cpuBefore = procs.map((proc) => cpuSecondsOf(proc.child.pid as number));
-    const loads = await drive(SECONDS);
+    const measured = await drive(SECONDS);
     const cores = procs.map((proc, i) => (cpuSecondsOf(proc.child.pid as number) - (cpuBefore[i] ?? 0)) / SECONDS);
-    const stored = loads.reduce((sum, l) => sum + l.ok, 0);
-    const failed = loads.reduce((sum, l) => sum + l.non2xx + l.timeouts, 0);
+    const stored = measured.reduce((sum, l) => sum + l.ok, 0);
+    const failed = measured.reduce((sum, l) => sum + l.non2xx + l.timeouts, 0);
     for (const proc of procs) await stop(proc);
     const result: Run = { side, instances, organizations, perSecond: stored / SECONDS, gapless: await gapless(client, dbName), failed, cores };
     return result;

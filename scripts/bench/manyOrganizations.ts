@@ -44,13 +44,13 @@ export async function organizationsWithKeys(client: MongoClient, dbName: string,
   return out;
 }
 
-/** Single-event writes to `url` for some seconds, CONNECTIONS at once, spread evenly over `keys`. */
-export function spreadLoad(url: string, keys: readonly string[]): (seconds: number) => Promise<Load> {
+/** Single-event writes to `url` for some seconds, `connections` at once, spread evenly over `keys`. */
+export function spreadLoad(url: string, keys: readonly string[], connections = CONNECTIONS): (seconds: number) => Promise<Load> {
   let n = 0;
   return (seconds) => load({
     url,
     duration: seconds,
-    connections: CONNECTIONS,
+    connections,
     requests: [{
       method: 'POST',
       path: '/v1/events',

@@ -9,14 +9,13 @@
  * accepted by `verify --policy`, and there the monitor meets them.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { parseCosignerVerifier, verifyCosignature } from '../domain/ledger/cosigner';
 import { fromBase64, parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { leafHash, verifyConsistency } from '../domain/ledger/merkle';
 import { openNote, parseVerifierKey } from '../domain/ledger/note';
 import { edgeRoot, extend, TILE_WIDTH } from '../domain/ledger/tiles';
-import { tileIndexPath } from '../domain/ledger/tilePaths';
-import { parsePolicy, quorumMet, splitNote } from '../domain/ledger/witnessFormats';
-import type { Verdict } from './verifyCommand';
+import { parseEntryBundle, tileIndexPath } from '../domain/ledger/tilePaths';
+import { parsePolicy } from '../domain/ledger/witnessFormats';
+import { checkQuorum, type Verdict } from './verifyCommand';
 
 export interface MonitorOptions {
   url: string;
@@ -40,16 +39,6 @@ export interface MonitorSummary extends Record<string, unknown> {
   checkpoints_seen: number;
   failures: string[];
   verdicts: Verdict[];
-}
-
-function parseBundle(bundle: Buffer): string[] {
-  const out: string[] = [];
-  for (let at = 0; at + 2 <= bundle.length; ) {
-    const length = bundle.readUInt16BE(at);
-    out.push(bundle.subarray(at + 2, at + 2 + length).toString('utf8'));
-    at += 2 + length;
-  }
-  return out;
 }
 
 export async function runMonitor(options: MonitorOptions): Promise<MonitorSummary> {
@@ -82,10 +71,7 @@ export async function runMonitor(options: MonitorOptions): Promise<MonitorSummar
   }
   if (!record(tree.origin === `${verifier.name}/installation`, `installation checkpoint ${tree.origin} of ${tree.size} entries signed by ${verifier.name}`)) return summary(tree.size);
   if (options.policy) {
-    const policy = parsePolicy(readFileSync(options.policy, 'utf8'));
-    const { text, signatures } = splitNote(note);
-    const cosigned = policy.witnesses.filter((w) => signatures.some((s) => verifyCosignature(text, s, parseCosignerVerifier(w.keyText)) !== null)).map((w) => w.name);
-    record(quorumMet(policy, new Set(cosigned)), `cosigned by ${cosigned.join(', ') || 'no witness of the policy'}: the policy's quorum (${policy.quorum}) is ${quorumMet(policy, new Set(cosigned)) ? 'met' : 'NOT met'}`);
+    checkQuorum(note, parsePolicy(readFileSync(options.policy, 'utf8')), record);
   }
 
   const state: MonitorState = existsSync(options.state)
@@ -103,7 +89,7 @@ export async function runMonitor(options: MonitorOptions): Promise<MonitorSummar
     const bundleIndex = Math.floor(size / TILE_WIDTH);
     const width = Math.min(TILE_WIDTH, tree.size - bundleIndex * TILE_WIDTH);
     const path = `/v1/ledger/installation/tile/entries/${tileIndexPath(bundleIndex)}${width < TILE_WIDTH ? `.p/${width}` : ''}`;
-    const entries = parseBundle(Buffer.from(await (await fetchOk(path, installationHeaders)).arrayBuffer()));
+    const entries = parseEntryBundle(Buffer.from(await (await fetchOk(path, installationHeaders)).arrayBuffer())).map((entry) => entry.toString('utf8'));
     if (!record(entries.length === width, `entry bundle ${bundleIndex} holds ${width} entries`)) return summary(tree.size);
     const fresh = entries.slice(size - bundleIndex * TILE_WIDTH);
     const extension = extend(size, edges, fresh.map((entry) => leafHash(entry)));

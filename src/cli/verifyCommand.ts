@@ -14,8 +14,8 @@ import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/m
 import { type Checkpoint, parseCheckpoint } from '../domain/ledger/formats';
 import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note';
 import { type TInstallationInclusion, ZProofsSidecar } from '../domain/ledger/schemas';
-import { parseCosignerVerifier, verifyCosignature } from '../domain/ledger/cosigner';
-import { checkpointBody, parsePolicy, quorumMet, splitNote } from '../domain/ledger/witnessFormats';
+import { cosignersOf } from '../domain/ledger/cosigner';
+import { checkpointBody, parsePolicy, type Policy, quorumMet } from '../domain/ledger/witnessFormats';
 
 export interface VerifyOptions {
   verifierKey: string;
@@ -210,16 +210,20 @@ function checkWitnessed(policyText: string, verifier: Verifier, orgCheckpoint: s
     return [];
   }
   record(tree.origin === `${verifier.name}/installation` && tree.size === installation.tree_size, `installation checkpoint ${tree.origin} of ${tree.size} entries signed by ${verifier.name}`);
-  const { text, signatures } = splitNote(installation.checkpoint);
-  const cosigned = policy.witnesses
-    .filter((w) => signatures.some((s) => verifyCosignature(text, s, parseCosignerVerifier(w.keyText)) !== null))
-    .map((w) => w.name);
-  record(quorumMet(policy, new Set(cosigned)), `cosigned by ${cosigned.length ? cosigned.join(', ') : 'no witness of the policy'}: the policy's quorum (${policy.quorum}) is ${quorumMet(policy, new Set(cosigned)) ? 'met' : 'NOT met'}`);
+  const cosigned = checkQuorum(installation.checkpoint, policy, record);
   record(
     installation.entry === checkpointBody(orgCheckpoint) &&
       verifyInclusion(installation.entry_index, tree.size, leafHash(installation.entry), installation.inclusion_path.map(b64), tree.root),
     `the organization checkpoint is entry ${installation.entry_index} of the witnessed installation tree`,
   );
+  return cosigned;
+}
+
+/** Records whether the cosignatures on an installation checkpoint's `note` meet the policy's quorum; returns the witnesses that cosigned. */
+export function checkQuorum(note: string, policy: Policy, record: (ok: boolean, check: string) => boolean): string[] {
+  const cosigned = cosignersOf(note, policy);
+  const met = quorumMet(policy, new Set(cosigned));
+  record(met, `cosigned by ${cosigned.join(', ') || 'no witness of the policy'}: the policy's quorum (${policy.quorum}) is ${met ? 'met' : 'NOT met'}`);
   return cosigned;
 }
 

@@ -85,7 +85,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
 
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandling);
-  koa.use(rateLimitPerApiKey(services.limits, () => services.ingest.instances.liveCount));
+  koa.use(rateLimitPerApiKey(services.limits, () => services.ingest.instances.share));
   koa.use(admitStrangers(services, services.limits, secureCookies));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(tilesApi(services, apiKeyExportAuth(services), options.installationToken));

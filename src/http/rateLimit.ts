@@ -18,8 +18,8 @@ import { AppError } from '../domain/errors';
 import { TokenBuckets } from '../domain/tokenBuckets';
 import type { AppState } from './appState';
 
-export function rateLimitPerApiKey(limits: Pick<Limits, 'ratePerSecond' | 'rateBurst'>, instances: () => number = () => 1, now: () => number = Date.now): Middleware<AppState> {
-  const buckets = new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => 1 / Math.max(1, instances()));
+export function rateLimitPerApiKey(limits: Pick<Limits, 'ratePerSecond' | 'rateBurst'>, share: () => number = () => 1, now: () => number = Date.now): Middleware<AppState> {
+  const buckets = new TokenBuckets(limits.ratePerSecond, limits.rateBurst, share);
   const policy = `"per-key";q=${limits.rateBurst};w=${Math.max(1, Math.ceil(limits.rateBurst / limits.ratePerSecond))}`;
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('authorization') || undefined);
@@ -30,7 +30,7 @@ export function rateLimitPerApiKey(limits: Pick<Limits, 'ratePerSecond' | 'rateB
     }
     const verdict = buckets.take(hashApiKey(token), now());
     ctx.set('RateLimit-Policy', policy);
-    ctx.set('RateLimit', `"per-key";r=${verdict.remaining * Math.max(1, instances())};t=${verdict.allowed ? verdict.reset : verdict.retryAfter}`);
+    ctx.set('RateLimit', `"per-key";r=${Math.round(verdict.remaining / share())};t=${verdict.allowed ? verdict.reset : verdict.retryAfter}`);
     if (!verdict.allowed) {
       throw new AppError(
         'RATE_LIMITED',

@@ -90,6 +90,11 @@ export class Instances {
     return this.live.length;
   }
 
+  /** This instance's part of an installation-wide limit: 1/N of it where N instances are live (src/http/rateLimit.ts). */
+  get share(): number {
+    return 1 / this.live.length;
+  }
+
   /** The instance that writes `tenant`'s events, in this instance's view. */
   ownerOf(tenant: string): Peer {
     if (this.writing.length === 1) return this.writing[0] ?? this.self;

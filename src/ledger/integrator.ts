@@ -532,17 +532,19 @@ export class LedgerIntegrator {
     });
   }
 
-  /** The leaf hashes of the log's next events, up to MAX_ROUND: those handed over, the others read back by sequence number. */
+  /** The leaf hashes of the log's next events (or entries), up to MAX_ROUND: those handed over, the others read back. */
   private async leaves(tenant: string, state: LogState): Promise<Buffer[]> {
     const to = Math.min(state.storedTo, state.size + MAX_ROUND);
-    const leaves: Buffer[] = [];
-    if (tenant === INSTALLATION) return this.entryLeaves(state, to);
-    for (let seq = state.size + 1; seq <= to; seq++) {
+    if (tenant === INSTALLATION) {
+      // Entry index = seq − 1; `pending` holds the bodies of the entries appended here.
+      return this.readLeaves(state, to, (seq) => {
+        const body = state.pending.get(seq);
+        return body === undefined ? undefined : leafHash(body);
+      }, async (from, upTo) => (await this.store.entriesBetween(from - 1, upTo - 1)).map((e) => ({ seq: e._id + 1, leaf: leafHash(e.body) })), 'installation log entry at seq');
+    }
+    return this.readLeaves(state, to, (seq) => {
       const eventHash = state.pending.get(seq);
-      if (eventHash) {
-        leaves.push(eventLeafHash(tenant, seq, eventHash));
-        continue;
-      }
+      if (eventHash) return eventLeafHash(tenant, seq, eventHash);
       if (state.size === 0) {
         // No signed checkpoint anchors this log, and the events that begin it were not stored here.
         // A log is begun only by the instance that stores its first events; another instance (one that
@@ -551,34 +553,36 @@ export class LedgerIntegrator {
         if (state.pending.size === 0) throw new NotBegunHere();
         throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
       }
-      const readTo = Math.min(to, seq + 999);
-      const read = await this.store.forTenant(tenant).eventsBetween(seq, readTo);
-      for (const [i, found] of read.entries()) {
-        if (found.seq !== seq + i) throw new Error(`event ${seq + i} of ${tenant} is missing: the sequence has a gap`);
-        leaves.push(eventLeafHash(tenant, found.seq, eventSha256OfDoc(found)));
-      }
-      if (read.length !== readTo - seq + 1) throw new Error(`events ${seq}-${readTo} of ${tenant} are not all stored`);
-      seq = readTo;
-    }
-    return leaves;
+      return undefined;
+    }, async (from, upTo) => (await this.store.forTenant(tenant).eventsBetween(from, upTo)).map((doc) => ({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, eventSha256OfDoc(doc)) })), `event of ${tenant} at seq`);
   }
 
-  /** The installation log's next leaves: entries appended here, the others read back by index. */
-  private async entryLeaves(state: LogState, to: number): Promise<Buffer[]> {
+  /**
+   * The leaves from just past the log's size to `to`: each from `known` when it has it, the others read
+   * back `read` in runs of at most 1,000, which must hold every position in order (a gap is an error,
+   * retried next round).
+   */
+  private async readLeaves(
+    state: LogState,
+    to: number,
+    known: (seq: number) => Buffer | undefined,
+    read: (from: number, to: number) => Promise<{ seq: number; leaf: Buffer }[]>,
+    what: string,
+  ): Promise<Buffer[]> {
     const leaves: Buffer[] = [];
     for (let seq = state.size + 1; seq <= to; seq++) {
-      const body = state.pending.get(seq);
-      if (body !== undefined) {
-        leaves.push(leafHash(body));
+      const leaf = known(seq);
+      if (leaf) {
+        leaves.push(leaf);
         continue;
       }
       const readTo = Math.min(to, seq + 999);
-      const read = await this.store.entriesBetween(seq - 1, readTo - 1);
-      for (const [i, found] of read.entries()) {
-        if (found._id !== seq - 1 + i) throw new Error(`installation log entry ${seq - 1 + i} is missing: the entries have a gap`);
-        leaves.push(leafHash(found.body));
+      const found = await read(seq, readTo);
+      for (const [i, f] of found.entries()) {
+        if (f.seq !== seq + i) throw new Error(`the ${what} ${seq + i} is missing: a gap`);
+        leaves.push(f.leaf);
       }
-      if (read.length !== readTo - seq + 1) throw new Error(`installation log entries ${seq - 1}-${readTo - 1} are not all stored`);
+      if (found.length !== readTo - seq + 1) throw new Error(`the ${what} ${seq}-${readTo} are not all stored`);
       seq = readTo;
     }
     return leaves;

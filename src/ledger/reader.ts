@@ -21,6 +21,23 @@ export interface LedgerReaderOptions {
   intervalMs: number;
 }
 
+/** How long a reader waits for a round: one interval, at most MAX_PROOF_WAIT_MS. */
+function roundWait(intervalMs: number): number {
+  return Math.min(intervalMs, MAX_PROOF_WAIT_MS);
+}
+
+/** `probe`'s first non-null answer, asked every 100 ms (or the interval, if shorter) for up to `roundWait`; null after. */
+async function pollForRound<T>(intervalMs: number, clock: Clock, probe: () => Promise<T | null>): Promise<T | null> {
+  const wait = roundWait(intervalMs);
+  const deadline = clock.now().getTime() + wait;
+  for (;;) {
+    const found = await probe();
+    if (found) return found;
+    if (clock.now().getTime() >= deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(100, wait)));
+  }
+}
+
 /** One organization's log, read. */
 export class TenantLedgerReader {
   constructor(
@@ -50,14 +67,11 @@ export class TenantLedgerReader {
    * halted log, or where this process signs nothing.
    */
   async covering(index: number): Promise<LedgerCheckpointDoc | null> {
-    const wait = Math.min(this.options.intervalMs, MAX_PROOF_WAIT_MS);
-    const deadline = this.clock.now().getTime() + wait;
-    for (;;) {
+    const found = await pollForRound(this.options.intervalMs, this.clock, async () => {
       const newest = await this.newest();
-      if (newest && newest.size > index) return newest;
-      if (this.clock.now().getTime() >= deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(100, wait)));
-    }
+      return newest && newest.size > index ? newest : null;
+    });
+    if (found) return found;
     if (!this.integrator || this.integrator.haltedReason(this.store.tenant)) return null;
     await this.integrator.integrate(this.store.tenant, { storedTo: index + 1 });
     const newest = await this.newest();
@@ -121,15 +135,9 @@ export class LedgerReader {
    * no entry was signed by an instance that stopped before appending it: this instance appends it.
    */
   async entryOf(checkpoint: LedgerCheckpointDoc): Promise<LedgerEntryDoc | null> {
-    const wait = Math.min(this.options.intervalMs, MAX_PROOF_WAIT_MS);
-    const deadline = this.clock.now().getTime() + wait;
-    for (;;) {
-      const entry = await this.store.entryOf(checkpoint._id);
-      if (entry) return entry;
-      if (this.clock.now().getTime() >= deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(100, wait)));
-    }
-    if (!this.integrator || this.clock.now().getTime() - checkpoint.created_at.getTime() < 2 * wait + 5000) return null;
+    const entry = await pollForRound(this.options.intervalMs, this.clock, () => this.store.entryOf(checkpoint._id));
+    if (entry) return entry;
+    if (!this.integrator || this.clock.now().getTime() - checkpoint.created_at.getTime() < 2 * roundWait(this.options.intervalMs) + 5000) return null;
     await this.integrator.rollUp(checkpoint);
     return this.store.entryOf(checkpoint._id);
   }

@@ -17,7 +17,7 @@ import { ConfigError } from '../config/env';
 import { checkpointText } from '../domain/ledger/formats';
 import { signNote, type Signer } from '../domain/ledger/note';
 import { type CosignerVerifier, parseCosignerVerifier, verifyCosignature } from '../domain/ledger/cosigner';
-import { addCheckpointBody, parsePolicy, parseSignatureLines, type Policy, quorumMet, SIZE_CONTENT_TYPE } from '../domain/ledger/witnessFormats';
+import { addCheckpointBody, noteText, parsePolicy, parseSignatureLines, type Policy, quorumMet, SIZE_CONTENT_TYPE } from '../domain/ledger/witnessFormats';
 import type { LedgerCheckpointDoc, LedgerWitnessDoc } from '../db/documents';
 import type { WitnessStore } from '../db/witnessStore';
 import { describeDbError } from '../db/errors';
@@ -53,6 +53,13 @@ export interface WitnessStatus {
   cosigned_size: number;
   error: string | null;
   alarm: string | null;
+}
+
+/** An installation checkpoint, its note with the cosignatures, and whether they meet the policy's quorum. */
+export interface Cosigned {
+  checkpoint: LedgerCheckpointDoc;
+  note: string;
+  witnessed: boolean;
 }
 
 interface Witness {
@@ -208,7 +215,7 @@ export class Witnesses implements InstallationWitnessing {
     let old = doc.size;
     if (old > checkpoint.size && !(await beyond(old))) return;
     for (let conflicts = 0; ; ) {
-      const body = checkpoint.note.slice(0, checkpoint.note.lastIndexOf('\n\n') + 1);
+      const body = noteText(checkpoint.note);
       const proof = old === 0 || old === checkpoint.size ? [] : await this.installation.consistency(old, checkpoint.size);
       let response: Response;
       let text: string;
@@ -268,20 +275,19 @@ export class Witnesses implements InstallationWitnessing {
    * The newest installation checkpoint whose cosignatures meet the policy's quorum, with them appended
    * to its note (what a verifier holding the policy checks), or null.
    */
-  async newestWitnessed(): Promise<{ size: number; note: string } | null> {
+  async newestWitnessed(): Promise<Cosigned | null> {
     const sizes = [...new Set([...this.docs.values()].map((doc) => doc.size))].filter((size) => size > 0).sort((a, b) => b - a);
     for (const size of sizes) {
-      const found = await this.cosigned(size);
-      if (found?.witnessed) return { size, note: found.note };
+      const checkpoint = await this.installation.ofSize(size);
+      const found = checkpoint ? await this.cosigned(checkpoint) : null;
+      if (found?.witnessed) return found;
     }
     return null;
   }
 
-  /** The installation checkpoint of `size` with the verified cosignatures stored for it, and whether they meet the quorum. */
-  async cosigned(size: number): Promise<{ note: string; witnessed: boolean } | null> {
-    const checkpoint = await this.installation.ofSize(size);
-    if (!checkpoint) return null;
-    const body = checkpoint.note.slice(0, checkpoint.note.lastIndexOf('\n\n') + 1);
+  /** An installation checkpoint with the verified cosignatures stored for it appended to its note, and whether they meet the quorum. */
+  async cosigned(checkpoint: LedgerCheckpointDoc): Promise<Cosigned> {
+    const body = noteText(checkpoint.note);
     const names = new Set<string>();
     let lines = '';
     for (const cosignature of await this.store.cosignatures(checkpoint._id)) {
@@ -291,7 +297,7 @@ export class Witnesses implements InstallationWitnessing {
       names.add(w.name);
       lines += cosignature.line;
     }
-    return { note: checkpoint.note + lines, witnessed: quorumMet(this.policy, names) };
+    return { checkpoint, note: checkpoint.note + lines, witnessed: quorumMet(this.policy, names) };
   }
 }
 

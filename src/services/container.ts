@@ -105,7 +105,7 @@ export async function createServices(
     keys: new ApiKeyService(apiKeys, auth, clock),
     usage: new UsageService(events, orgs, clock),
     // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
-    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => 1 / Math.max(1, ingest.instances.liveCount)),
+    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => ingest.instances.share),
     clock,
     log,
     limits,

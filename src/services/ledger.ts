@@ -1,18 +1,17 @@
 /** The ledger's read side: the verifier key, checkpoints, inclusion and consistency proofs, per organization. */
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId } from '../domain/event';
-import { leafBytes } from '../domain/ledger/eventHash';
 import type { TCheckpoint, TConsistencyProof, TInclusionProof, TInstallationInclusion, TLedgerSummary, TSidecarProof } from '../domain/ledger/schemas';
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { entryBundle, parseTilePath } from '../domain/ledger/tilePaths';
 import { entriesAt, TILE_WIDTH } from '../domain/ledger/tiles';
-import { leafBytes as eventLeafBytes } from '../domain/ledger/eventHash';
+import { leafBytes } from '../domain/ledger/eventHash';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
 import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import type { EventService } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
-import type { Witnesses } from '../ledger/witnesses';
+import type { Cosigned, Witnesses } from '../ledger/witnesses';
 import { MissingTile } from '../ledger/tileReader';
 import { INSTALLATION } from '../ledger/integrator';
 import type { Principal } from './auth';
@@ -45,52 +44,51 @@ export class LedgerService {
     const log = this.ledger.of(principal.tenant);
     const newest = await log.newest();
     if (!newest) throw noCheckpoint('No checkpoint yet: the organization has no events');
-    const installation = await this.installation(newest, installationSize);
-    const witnessed = await this.witnesses?.newestWitnessed();
-    return { ...checkpointView(log, newest), installation, witnessed_tree_size: witnessed?.size ?? null };
+    return { ...checkpointView(log, newest), ...(await this.witnessedView(newest, installationSize)) };
+  }
+
+  /** The checkpoint's inclusion in the installation log and the newest witnessed size: the newest witnessed checkpoint is looked up once for both. */
+  private async witnessedView(checkpoint: LedgerCheckpointDoc, installationSize?: number): Promise<Pick<TCheckpoint, 'installation' | 'witnessed_tree_size'>> {
+    const witnessed = (await this.witnesses?.newestWitnessed()) ?? null;
+    return { installation: await this.installation(checkpoint, installationSize, witnessed), witnessed_tree_size: witnessed?.checkpoint.size ?? null };
   }
 
   async summary(principal: Principal): Promise<TLedgerSummary> {
     const log = this.ledger.of(principal.tenant);
     const newest = await log.newest();
     const witnesses = this.witnesses ? await this.witnesses.refresh() : [];
-    const checkpoint = newest ? { ...checkpointView(log, newest), signed_at: newest.created_at.toISOString(), installation: await this.installation(newest), witnessed_tree_size: (await this.witnesses?.newestWitnessed())?.size ?? null } : null;
+    const checkpoint = newest ? { ...checkpointView(log, newest), signed_at: newest.created_at.toISOString(), ...(await this.witnessedView(newest)) } : null;
     return { ...this.key(), checkpoint, witnesses, quorum: this.witnesses?.policy.quorum ?? null };
   }
 
   /**
    * The inclusion of an organization checkpoint in the installation log: in the installation checkpoint
    * of `size`, or the newest witnessed one that includes it, or the newest (waiting for it as a proof
-   * waits for its checkpoint). Null while no installation checkpoint includes it.
+   * waits for its checkpoint). Null while no installation checkpoint includes it. `witnessed`: the newest
+   * witnessed installation checkpoint, when the caller looked it up already.
    */
-  async installation(checkpoint: LedgerCheckpointDoc, size?: number): Promise<TInstallationInclusion | null> {
+  async installation(checkpoint: LedgerCheckpointDoc, size?: number, witnessed?: Cosigned | null): Promise<TInstallationInclusion | null> {
     const installation = this.ledger.installation();
     const entry = await this.ledger.entryOf(checkpoint);
     if (!entry) {
       if (size === undefined) return null;
       throw noCheckpoint('No installation checkpoint includes this checkpoint yet; retry in a second', ['installation_size']);
     }
-    let chosen: { size: number; note: string } | null = null;
+    let chosen: LedgerCheckpointDoc | null;
     if (size !== undefined) {
-      const found = await this.signedOfSize(installation, size, 'installation_size');
-      if (found.size <= entry._id) throw new AppError('VALIDATION_FAILED', `Invalid request: the installation tree of size ${size} does not include this checkpoint (entry ${entry._id})`, { fields: ['installation_size'] });
-      chosen = { size: found.size, note: found.note };
+      chosen = await this.signedOfSize(installation, size, 'installation_size');
+      if (chosen.size <= entry._id) throw new AppError('VALIDATION_FAILED', `Invalid request: the installation tree of size ${size} does not include this checkpoint (entry ${entry._id})`, { fields: ['installation_size'] });
     } else {
-      const witnessed = await this.witnesses?.newestWitnessed();
-      if (witnessed && witnessed.size > entry._id) chosen = witnessed;
-      else {
-        const covering = await installation.covering(entry._id);
-        if (covering) chosen = { size: covering.size, note: covering.note };
-      }
+      if (witnessed === undefined) witnessed = (await this.witnesses?.newestWitnessed()) ?? null;
+      chosen = witnessed && witnessed.checkpoint.size > entry._id ? witnessed.checkpoint : await installation.covering(entry._id);
     }
     if (!chosen) return null;
-    const cosigned = this.witnesses ? await this.witnesses.cosigned(chosen.size) : null;
-    const doc = await installation.ofSize(chosen.size);
+    const cosigned = witnessed?.checkpoint._id === chosen._id ? witnessed : await this.witnesses?.cosigned(chosen);
     const path = await installation.inclusion(entry._id, chosen.size);
     return {
       origin: installation.origin,
       tree_size: chosen.size,
-      root_hash: doc?.root ?? '',
+      root_hash: chosen.root,
       checkpoint: cosigned?.note ?? chosen.note,
       witnessed: cosigned?.witnessed ?? false,
       entry_index: entry._id,
@@ -176,7 +174,7 @@ export class LedgerService {
     const missing = () => new AppError('NOT_FOUND', `No such resource of the log: ${path}`);
     if (path === 'checkpoint') {
       if (!newest) throw missing();
-      const cosigned = this.witnesses && tenant === INSTALLATION ? await this.witnesses.cosigned(newest.size) : null;
+      const cosigned = tenant === INSTALLATION ? await this.witnesses?.cosigned(newest) : undefined;
       return { body: cosigned?.note ?? newest.note, immutable: false };
     }
     const request = path.startsWith('tile/') ? parseTilePath(path.slice('tile/'.length)) : null;
@@ -193,7 +191,7 @@ export class LedgerService {
       }
       const docs = await log.eventsBetween(first + 1, first + width);
       if (docs.length !== width) throw missing();
-      return { body: entryBundle(docs.map((doc) => eventLeafBytes(tenant, doc.seq, eventSha256OfDoc(doc)))), immutable };
+      return { body: entryBundle(docs.map((doc) => leafBytes(tenant, doc.seq, eventSha256OfDoc(doc)))), immutable };
     }
     if (entriesAt(newest.size, level) < first + width) throw missing();
     try {

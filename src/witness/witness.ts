@@ -16,7 +16,7 @@ import { type Cosigner, cosign, cosignerKeyFileText, parseCosignerKeyFile } from
 import { NoteError, parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { verifyConsistency } from '../domain/ledger/merkle';
 import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note';
-import { parseAddCheckpointBody, SIZE_CONTENT_TYPE } from '../domain/ledger/witnessFormats';
+import { noteText, parseAddCheckpointBody, SIZE_CONTENT_TYPE } from '../domain/ledger/witnessFormats';
 
 /** The empty tree's root (RFC 6962: SHA-256 of nothing), base64. */
 const EMPTY_ROOT = '47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=';
@@ -140,8 +140,7 @@ export class Witness {
     }
     this.state = { ...this.state, [origin]: { size: checkpoint.size, root } };
     this.persist();
-    const text = request.note.slice(0, request.note.lastIndexOf('\n\n') + 1);
-    return { status: 200, body: cosign(text, this.cosigner, this.clock()) };
+    return { status: 200, body: cosign(noteText(request.note), this.cosigner, this.clock()) };
   }
 
   private persist(): void {

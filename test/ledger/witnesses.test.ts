@@ -13,6 +13,7 @@ import { fromBase64, parseCheckpoint } from '../../src/domain/ledger/formats';
 import { leafHash, nodesOf, rootHash, verifyInclusion } from '../../src/domain/ledger/merkle';
 import { openNote } from '../../src/domain/ledger/note';
 import { checkpointBody, parsePolicy, splitNote } from '../../src/domain/ledger/witnessFormats';
+import { parseEntryBundle } from '../../src/domain/ledger/tilePaths';
 import { INSTALLATION } from '../../src/ledger/integrator';
 import { auditInstallation } from '../../src/ledger/audit';
 import { LedgerStore } from '../../src/db/ledgerStore';
@@ -130,12 +131,7 @@ describe('a witnessed installation', () => {
     expect(size).toBeGreaterThanOrEqual(cp.tree_size);
     // The entry bundle holds the leaves' bytes; the level-0 tile their hashes.
     const bundle = Buffer.from(await (await fetch(`${app.url}/v1/ledger/log/tile/entries/000.p/${size}`, { headers: { authorization: `Bearer ${org.key}` } })).arrayBuffer());
-    const leaves: Buffer[] = [];
-    for (let at = 0; at < bundle.length; ) {
-      const length = bundle.readUInt16BE(at);
-      leaves.push(bundle.subarray(at + 2, at + 2 + length));
-      at += 2 + length;
-    }
+    const leaves = parseEntryBundle(bundle);
     expect(leaves).toHaveLength(size);
     expect(JSON.parse(leaves[0]?.toString() ?? '{}')).toMatchObject({ org: org.id, seq: 1, v: 1 });
     const tile = await fetch(`${app.url}/v1/ledger/log/tile/0/000.p/${size}`, { headers: { authorization: `Bearer ${org.key}` } });

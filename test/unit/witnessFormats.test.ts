@@ -12,7 +12,7 @@ import { cosign, cosignerFromSeed, cosignerKeyFileText, parseCosignerKeyFile, ve
 import { checkpointText } from '../../src/domain/ledger/formats';
 import { consistencyProof, leafHash, nodesOf, rootHash } from '../../src/domain/ledger/merkle';
 import { signNote, signerFromSeed } from '../../src/domain/ledger/note';
-import { entryBundle, parseTilePath, tileIndexPath } from '../../src/domain/ledger/tilePaths';
+import { entryBundle, parseEntryBundle, parseTilePath, tileIndexPath } from '../../src/domain/ledger/tilePaths';
 import { addCheckpointBody, checkpointBody, parseAddCheckpointBody, parsePolicy, parseSignatureLines, quorumMet, splitNote } from '../../src/domain/ledger/witnessFormats';
 import { Witness } from '../../src/witness/witness';
 
@@ -52,6 +52,7 @@ test('tlog-tiles paths and entry bundles', () => {
   expect(parseTilePath('2/x001/002.p/255')).toEqual({ level: 2, index: 1002, width: 255 });
   for (const bad of ['0/1', '0/0001', '01/000', '0/001/002', '0/000.p/0', '0/000.p/256', '0/000.p/05', 'x/000', '64/000', '0/x000', '0/']) expect(parseTilePath(bad)).toBeNull();
   expect(entryBundle([Buffer.from('ab'), Buffer.alloc(0)]).toString('hex')).toBe('000261620000');
+  expect(parseEntryBundle(entryBundle([Buffer.from('ab'), Buffer.alloc(0), Buffer.from('xyz')])).map((e) => e.toString())).toEqual(['ab', '', 'xyz']);
 });
 
 test('the add-checkpoint body round-trips, and malformed ones are refused', () => {

@@ -5,7 +5,7 @@
  */
 import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
 import { hex8, isKeyName, NoteError, signatureLine } from './formats';
-import { ALG_COSIGNATURE_V1, cosignatureTime, cosignedMessage, cosignerKeyIdInput, cosignerKeyText, type NoteSignature, parseCosignerKeyText } from './witnessFormats';
+import { ALG_COSIGNATURE_V1, cosignatureTime, cosignedMessage, cosignerKeyIdInput, cosignerKeyText, type NoteSignature, parseCosignerKeyText, type Policy, splitNote } from './witnessFormats';
 
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -79,4 +79,10 @@ export function verifyCosignature(body: string, signature: NoteSignature, verifi
   const time = cosignatureTime(signature.signature);
   if (time === null) return null;
   return verify(null, Buffer.from(cosignedMessage(body, time), 'utf8'), verifier.key, signature.signature.subarray(8)) ? time : null;
+}
+
+/** The names of the policy's witnesses whose cosignatures on `note` verify. */
+export function cosignersOf(note: string, policy: Policy): string[] {
+  const { text, signatures } = splitNote(note);
+  return policy.witnesses.filter((w) => signatures.some((s) => verifyCosignature(text, s, parseCosignerVerifier(w.keyText)) !== null)).map((w) => w.name);
 }

@@ -51,6 +51,18 @@ export function parseTilePath(path: string): TileRequest | null {
   return { level, index, width };
 }
 
+/** The entries of a bundle (`entryBundle`'s reverse); a truncated last entry is left out. */
+export function parseEntryBundle(bundle: Buffer): Buffer[] {
+  const entries: Buffer[] = [];
+  for (let at = 0; at + 2 <= bundle.length; ) {
+    const length = bundle.readUInt16BE(at);
+    if (at + 2 + length > bundle.length) break;
+    entries.push(bundle.subarray(at + 2, at + 2 + length));
+    at += 2 + length;
+  }
+  return entries;
+}
+
 /** An entry bundle: each entry as a big-endian uint16 length and its bytes. */
 export function entryBundle(entries: readonly Uint8Array[]): Buffer {
   const parts: Buffer[] = [];

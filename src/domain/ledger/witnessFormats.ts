@@ -71,6 +71,11 @@ export function parseSignatureLines(lines: string): NoteSignature[] {
     });
 }
 
+/** A signed note's text: everything before the blank line that opens its signatures (what a cosignature signs). */
+export function noteText(note: string): string {
+  return note.slice(0, note.lastIndexOf('\n\n') + 1);
+}
+
 /** A note's text and every signature on it. */
 export function splitNote(note: string): { text: string; signatures: NoteSignature[] } {
   const split = note.lastIndexOf('\n\n');
@@ -220,6 +225,5 @@ export const SIZE_CONTENT_TYPE = 'text/x.tlog.size';
 
 /** The installation log's entry for an organization checkpoint: its body, the three lines of its note's text. */
 export function checkpointBody(note: string): string {
-  const text = note.slice(0, note.lastIndexOf('\n\n') + 1);
-  return text.split('\n').slice(0, 3).join('\n') + '\n';
+  return noteText(note).split('\n').slice(0, 3).join('\n') + '\n';
 }
