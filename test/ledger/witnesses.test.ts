@@ -22,7 +22,7 @@ import { MongoClient } from 'mongodb';
 import { call, eventBody, eventually } from '../helpers/api';
 
 import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
-import { runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
+import { runCli, startServerProcess, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
 
 const INSTALLATION_ORIGIN = `${TEST_LEDGER_SIGNER.name}/installation`;
 let dir: string;
@@ -239,6 +239,33 @@ describe('the customer\'s monitor', () => {
       await own.stop();
     }
   });
+});
+
+test('LEDGER_INSTALLATION_TOKEN: the installation log\'s tiles need the token; an API key or a wrong token is refused', async () => {
+  const token = 'installation-token-0123456789';
+  const app = await startTestApp({ label: 'installation-token', http: { installationToken: token } });
+  try {
+    const org = await app.org();
+    await write(app, org, 2);
+    await eventually('an installation checkpoint', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.installation);
+    const get = (headers: Record<string, string>) => fetch(`${app.url}/v1/ledger/installation/checkpoint`, { headers });
+    expect((await get({})).status).toBe(401);
+    expect((await get({ authorization: `Bearer ${org.key}` })).status).toBe(401);
+    expect((await get({ authorization: `Bearer ${token}x` })).status).toBe(401);
+    const ok = await get({ authorization: `Bearer ${token}` });
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toMatch(new RegExp(`^${INSTALLATION_ORIGIN}\\n`));
+    // The organization's own log is still reached with its key, not the token.
+    expect((await fetch(`${app.url}/v1/ledger/log/checkpoint`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a malformed LEDGER_WITNESS_POLICY stops the service with the file and the line that is wrong', async () => {
+  const policy = join(dir, 'bad.policy');
+  writeFileSync(policy, `witness w ${witness.vkey}\ngroup g 3 w\nquorum g\n`);
+  await expect(startServerProcess({ LEDGER_WITNESS_POLICY: policy })).rejects.toThrow(/the witness policy .*bad\.policy is not a c2sp\.org\/tlog-policy file: policy line 2: the threshold 3 is not all, any or 1 to 1/);
 });
 
 describe('an organization wiped alone', () => {
