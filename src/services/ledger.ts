@@ -50,7 +50,10 @@ export class LedgerService {
   /** The checkpoint's inclusion in the installation log and the newest witnessed size: the newest witnessed checkpoint is looked up once for both. */
   private async witnessedView(checkpoint: LedgerCheckpointDoc, installationSize?: number): Promise<Pick<TCheckpoint, 'installation' | 'witnessed_tree_size'>> {
     const witnessed = (await this.witnesses?.newestWitnessed()) ?? null;
-    return { installation: await this.installation(checkpoint, installationSize, witnessed), witnessed_tree_size: witnessed?.checkpoint.size ?? null };
+    const installation = await this.installation(checkpoint, installationSize, witnessed);
+    // The installation checkpoint chosen may have been cosigned while this answer waited for it: newer.
+    const newest = Math.max(witnessed?.checkpoint.size ?? 0, installation?.witnessed ? installation.tree_size : 0);
+    return { installation, witnessed_tree_size: newest > 0 ? newest : null };
   }
 
   async summary(principal: Principal): Promise<TLedgerSummary> {
