@@ -5,19 +5,22 @@
  * evenly over the instances) on one busy organization, then spread over sixteen; the ledger on (its
  * default interval). A/B in one run: this checkout against `BENCH_SCALE_BASELINE` (a git worktree
  * sharing node_modules), the order alternating. Per run: events/s stored, the ratio to one instance of
- * the same side, whether every sequence is gapless, and each instance's CPU over the window in cores
- * (the capped instance at its quota is the limit). Recorded in BENCHMARKS.md.
+ * the same side, whether every sequence is gapless, each instance's CPU over the window in cores (the
+ * capped instance at its quota is the limit) and the events it answered, and the CPU of the database,
+ * of the load generator and of the whole machine (none of which may be the limit for the figures to
+ * mean anything). BENCH_SCALE_BASELINE_ENV / BENCH_SCALE_THIS_ENV (`NAME=value,…`) give one side
+ * settings of its own, to compare settings on one code (INGEST_WRITERS, say). Recorded in BENCHMARKS.md.
  * Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb` prints one) and root for the cgroups
  * (BENCH_SCALE_UNCAPPED=1 runs without them, for machines that cannot).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { collections } from '../src/db/database';
 import { capCpu, checkCgroups } from './bench/cgroup';
-import { cpuSecondsOf, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
+import { cpuSecondsOf, databaseCpuSeconds, machineCpuSeconds, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
 import { organizationsWithKeys, spreadLoad } from './bench/manyOrganizations';
 
 const BASELINE = process.env.BENCH_SCALE_BASELINE ?? '9cb5623';
@@ -28,6 +31,17 @@ const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 128);
 const WARM_UP_SECONDS = 3;
 const INSTANCES = (process.env.BENCH_SCALE_INSTANCES ?? '1,2,4').split(',').map(Number);
 const ORGANIZATIONS = (process.env.BENCH_SCALE_ORGANIZATIONS ?? '1,16').split(',').map(Number);
+/** Settings for one side only (`NAME=value,NAME=value`): to compare settings on one code, say INGEST_WRITERS. */
+const SIDE_ENV = { baseline: settings(process.env.BENCH_SCALE_BASELINE_ENV), this: settings(process.env.BENCH_SCALE_THIS_ENV) };
+
+function sideSettings(side: Run['side']): string {
+  const entries = Object.entries(SIDE_ENV[side]);
+  return entries.length === 0 ? '' : ` (${entries.map(([name, value]) => `${name}=${value}`).join(', ')})`;
+}
+
+function settings(text: string | undefined): Record<string, string> {
+  return Object.fromEntries((text ?? '').split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
 
 interface Run {
   side: 'baseline' | 'this';
@@ -38,21 +52,29 @@ interface Run {
   failed: number;
   /** Each instance's CPU over the measured window, in cores (the cap is QUOTA_US / 100,000). */
   cores: number[];
+  /** The database's processes (FerretDB and PostgreSQL here), the load generator (this process) and the whole machine, in cores. */
+  rest: { database: number; load: number; machine: number };
+  /** Events/s each instance answered (its connections' share: a closed loop gives a faster instance more). */
+  answered: number[];
 }
 
 /**
  * For one organization on several instances: the CPU the writer spends per event forwarded to it, and
- * what a request costs the others. The instances share the requests evenly; the others only serve
- * requests (and forward them), so their CPU per request is c; the writer serves its share too and
- * writes every event: writer CPU = (events / n) · c + forwarded · w.
+ * what a request costs the others. The others only serve requests (and forward them), so their CPU per
+ * request is c = their CPU / the events they answered; the writer serves its own requests too and
+ * writes every event: writer CPU = own · c + forwarded · w. (The writer answers more than its share:
+ * its clients wait for no forward, and each connection sends its next request on the answer.) An
+ * estimate: an instance below its cap spends more per request than one at it (less is batched per
+ * wake-up), so c is high and w low; uncapped, w can even come out below zero.
  */
 function writerShare(run: Run): { requestMs: number; forwardedMs: number } | null {
   if (run.organizations !== 1 || run.instances < 2) return null;
-  const writer = Math.max(...run.cores);
-  const others = run.cores.filter((_, i) => i !== run.cores.indexOf(writer));
-  const perInstance = run.perSecond / run.instances;
-  const requestMs = (others.reduce((a, b) => a + b, 0) / others.length / perInstance) * 1000;
-  const forwardedMs = ((writer - (perInstance * requestMs) / 1000) / (run.perSecond - perInstance)) * 1000;
+  const writer = run.cores.indexOf(Math.max(...run.cores));
+  const others = run.cores.map((_, i) => i).filter((i) => i !== writer);
+  const sum = (ns: number[]) => ns.reduce((a, b) => a + b, 0);
+  const requestMs = (sum(others.map((i) => run.cores[i] ?? 0)) / sum(others.map((i) => run.answered[i] ?? 0))) * 1000;
+  const own = run.answered[writer] ?? 0;
+  const forwardedMs = (((run.cores[writer] ?? 0) - (own * requestMs) / 1000) / (run.perSecond - own)) * 1000;
   return { requestMs, forwardedMs };
 }
 
@@ -73,7 +95,7 @@ async function run(uri: string, client: MongoClient, side: Run['side'], cwd: str
   const releases: (() => void)[] = [];
   try {
     for (let i = 0; i < instances; i++) {
-      const proc = await startProcess('src/main.ts', serviceEnv(uri, dbName), cwd);
+      const proc = await startProcess('src/main.ts', { ...serviceEnv(uri, dbName), ...SIDE_ENV[side] }, cwd);
       procs.push(proc);
       if (!UNCAPPED) releases.push(capCpu(proc.child.pid as number, `audit-ledger-bench-${process.pid}-${tag}-${i}`, QUOTA_US));
     }
@@ -83,12 +105,14 @@ async function run(uri: string, client: MongoClient, side: Run['side'], cwd: str
     const drive = (seconds: number) => Promise.all(loads.map((run) => run(seconds)));
     await drive(WARM_UP_SECONDS);
     const cpuBefore = procs.map((proc) => cpuSecondsOf(proc.child.pid as number));
+    const restBefore = { database: databaseCpuSeconds(), load: cpuSecondsOf(process.pid), machine: machineCpuSeconds() };
     const measured = await drive(SECONDS);
     const cores = procs.map((proc, i) => (cpuSecondsOf(proc.child.pid as number) - (cpuBefore[i] ?? 0)) / SECONDS);
+    const rest = { database: (databaseCpuSeconds() - restBefore.database) / SECONDS, load: (cpuSecondsOf(process.pid) - restBefore.load) / SECONDS, machine: (machineCpuSeconds() - restBefore.machine) / SECONDS };
     const stored = measured.reduce((sum, l) => sum + l.ok, 0);
     const failed = measured.reduce((sum, l) => sum + l.non2xx + l.timeouts, 0);
     for (const proc of procs) await stop(proc);
-    const result: Run = { side, instances, organizations, perSecond: stored / SECONDS, gapless: await gapless(client, dbName), failed, cores };
+    const result: Run = { side, instances, organizations, perSecond: stored / SECONDS, gapless: await gapless(client, dbName), failed, cores, rest, answered: measured.map((l) => l.ok / SECONDS) };
     return result;
   } finally {
     for (const proc of procs) await stop(proc);
@@ -117,7 +141,7 @@ async function main(): Promise<void> {
           runs.push(result);
           const one = runs.find((r) => r.side === side && r.organizations === organizations && r.instances === 1);
           const share = writerShare(result);
-          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}; CPU per instance ${result.cores.map((c) => c.toFixed(2)).join(' / ')} cores${share ? `; the writer spends ${share.forwardedMs.toFixed(3)} ms per forwarded event, ${((share.forwardedMs / share.requestMs) * 100).toFixed(0)}% of a request's ${share.requestMs.toFixed(3)} ms` : ''}`);
+          console.log(`${side}: ${instances} instance(s), ${organizations} organization(s): ${result.perSecond.toFixed(0)} events/s (${one ? ((result.perSecond / one.perSecond)).toFixed(2) : '?'}× one), ${result.failed} failed, ${result.gapless ? 'gapless' : 'WITH GAPS'}; CPU per instance ${result.cores.map((c) => c.toFixed(2)).join(' / ')} cores, events/s answered ${result.answered.map((a) => a.toFixed(0)).join(' / ')}; database ${result.rest.database.toFixed(2)}, load ${result.rest.load.toFixed(2)}, machine ${result.rest.machine.toFixed(2)} of ${cpus().length} cores${share ? `; the writer spends ${share.forwardedMs.toFixed(3)} ms per forwarded event, ${((share.forwardedMs / share.requestMs) * 100).toFixed(0)}% of a request's ${share.requestMs.toFixed(3)} ms` : ''}`);
         }
       }
     }
@@ -135,12 +159,13 @@ async function main(): Promise<void> {
   const lines = [
     await runHeading(uri, `scale-out with each instance capped to ${UNCAPPED ? 'nothing (uncapped)' : `${QUOTA_US / 1000} ms of CPU per 100 ms`}, \`npm run bench:scale\``),
     '',
-    `Events/s stored by all instances together (${CONNECTIONS} connections split over them, ${SECONDS} s after ${WARM_UP_SECONDS} s of warm-up, the ledger on), this checkout against \`${BASELINE}\`, alternating; every sequence checked gapless:`,
+    `Events/s stored by all instances together (${CONNECTIONS} connections split over them, ${SECONDS} s after ${WARM_UP_SECONDS} s of warm-up, the ledger on), this checkout${sideSettings('this')} against \`${BASELINE}\`${sideSettings('baseline')}, alternating; every sequence checked gapless:`,
     '',
     `| instances | one organization, \`${BASELINE}\` | one organization, this checkout | sixteen organizations, \`${BASELINE}\` | sixteen organizations, this checkout |`,
     '|---|---|---|---|---|',
     ...INSTANCES.map((i) => `| ${i} | ${cell('baseline', i, 1)} | ${cell('this', i, 1)} | ${cell('baseline', i, 16)} | ${cell('this', i, 16)} |`),
     '',
+    ...runs.map((r) => `- ${r.side}, ${r.instances} instance(s), ${r.organizations} organization(s): events/s answered per instance ${r.answered.map((a) => a.toFixed(0)).join(' / ')}; CPU of the database ${r.rest.database.toFixed(2)}, of the load generator ${r.rest.load.toFixed(2)}, of the whole machine ${r.rest.machine.toFixed(2)} of ${cpus().length} cores.`),
     ...runs.flatMap((r) => {
       const share = writerShare(r);
       return share ? [`- ${r.side}, ${r.instances} instances, one organization: the writer spends ${share.forwardedMs.toFixed(3)} ms of CPU per forwarded event, ${((share.forwardedMs / share.requestMs) * 100).toFixed(0)}% of a request's ${share.requestMs.toFixed(3)} ms (from the instances' CPU: the others only serve requests).`] : [];

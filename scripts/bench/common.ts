@@ -2,7 +2,7 @@
 import autocannon from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -126,6 +126,27 @@ export function cpuSecondsOf(pid: number): number {
   // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** CPU seconds spent so far by the database's processes on this machine (FerretDB and PostgreSQL, or mongod), living ones. */
+export function databaseCpuSeconds(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const comm = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (comm.startsWith('ferretdb') || comm === 'postgres' || comm === 'mongod') total += cpuSecondsOf(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
+}
+
+/** CPU seconds the whole machine has spent busy so far, all cores (/proc/stat: user, nice, system, irq, softirq). */
+export function machineCpuSeconds(): number {
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  return (user + nice + system + irq + softirq) / CLOCK_TICKS;
 }
 
 /** Runs a load against a process and measures the CPU it spent per successful request. */
