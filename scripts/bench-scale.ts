@@ -20,8 +20,9 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { collections } from '../src/db/database';
 import { capCpu, checkCgroups } from './bench/cgroup';
-import { cpuSecondsOf, databaseCpuSeconds, machineCpuSeconds, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
+import { cpuSecondsOf, databaseCpuSeconds, type Load, machineCpuSeconds, type Proc, recordBenchmark, ROOT, runHeading, SECONDS, serviceEnv, startProcess, stop } from './bench/common';
 import { organizationsWithKeys, spreadLoad } from './bench/manyOrganizations';
+import { roundRobinLoad } from './bench/roundRobin';
 
 const BASELINE = process.env.BENCH_SCALE_BASELINE ?? '9cb5623';
 const QUOTA_US = Number(process.env.BENCH_SCALE_QUOTA ?? 25_000);
@@ -29,6 +30,12 @@ const UNCAPPED = process.env.BENCH_SCALE_UNCAPPED === '1';
 /** Enough that the instances, not the requests in flight, are the limit (32 left four capped instances waiting on round latency). */
 const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 128);
 const WARM_UP_SECONDS = 3;
+/**
+ * How the clients reach the instances: `pinned` (default), each instance its own share of the
+ * connections (as clients that keep their connection to one instance); `round-robin`, every request
+ * to the next instance in turn (as behind a round-robin load balancer).
+ */
+const BALANCE = process.env.BENCH_SCALE_BALANCE === 'round-robin' ? 'round-robin' : 'pinned';
 const INSTANCES = (process.env.BENCH_SCALE_INSTANCES ?? '1,2,4').split(',').map(Number);
 const ORGANIZATIONS = (process.env.BENCH_SCALE_ORGANIZATIONS ?? '1,16').split(',').map(Number);
 /** Settings for one side only (`NAME=value,NAME=value`): to compare settings on one code, say INGEST_WRITERS. */
@@ -88,6 +95,12 @@ async function gapless(client: MongoClient, dbName: string): Promise<boolean> {
   return true;
 }
 
+/** Each instance driven by its own share of the connections (autocannon). */
+function pinned(procs: Proc[], keys: string[], instances: number): (seconds: number) => Promise<Load[]> {
+  const loads = procs.map((proc) => spreadLoad(proc.url, keys, Math.max(1, Math.floor(CONNECTIONS / instances))));
+  return (seconds) => Promise.all(loads.map((run) => run(seconds)));
+}
+
 async function run(uri: string, client: MongoClient, side: Run['side'], cwd: string, instances: number, organizations: number, tag: string): Promise<Run> {
   const dbName = `bench_scale_${tag}`;
   const keys = await organizationsWithKeys(client, dbName, organizations, 'Scale');
@@ -101,8 +114,7 @@ async function run(uri: string, client: MongoClient, side: Run['side'], cwd: str
     }
     // The instances see each other (a heartbeat is 1 s) before the load.
     await new Promise((resolve) => setTimeout(resolve, 2500));
-    const loads = procs.map((proc) => spreadLoad(proc.url, keys, Math.max(1, Math.floor(CONNECTIONS / instances))));
-    const drive = (seconds: number) => Promise.all(loads.map((run) => run(seconds)));
+    const drive = BALANCE === 'round-robin' ? roundRobinLoad(procs.map((proc) => proc.url), keys, CONNECTIONS) : pinned(procs, keys, instances);
     await drive(WARM_UP_SECONDS);
     const cpuBefore = procs.map((proc) => cpuSecondsOf(proc.child.pid as number));
     const restBefore = { database: databaseCpuSeconds(), load: cpuSecondsOf(process.pid), machine: machineCpuSeconds() };
@@ -159,7 +171,7 @@ async function main(): Promise<void> {
   const lines = [
     await runHeading(uri, `scale-out with each instance capped to ${UNCAPPED ? 'nothing (uncapped)' : `${QUOTA_US / 1000} ms of CPU per 100 ms`}, \`npm run bench:scale\``),
     '',
-    `Events/s stored by all instances together (${CONNECTIONS} connections split over them, ${SECONDS} s after ${WARM_UP_SECONDS} s of warm-up, the ledger on), this checkout${sideSettings('this')} against \`${BASELINE}\`${sideSettings('baseline')}, alternating; every sequence checked gapless:`,
+    `Events/s stored by all instances together (${CONNECTIONS} connections ${BALANCE === 'round-robin' ? 'handing out requests round-robin' : 'split over them'}, ${SECONDS} s after ${WARM_UP_SECONDS} s of warm-up, the ledger on), this checkout${sideSettings('this')} against \`${BASELINE}\`${sideSettings('baseline')}, alternating; every sequence checked gapless:`,
     '',
     `| instances | one organization, \`${BASELINE}\` | one organization, this checkout | sixteen organizations, \`${BASELINE}\` | sixteen organizations, this checkout |`,
     '|---|---|---|---|---|',

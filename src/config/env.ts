@@ -24,6 +24,7 @@ const ZEnv = z.object({
   INTERNAL_HOST: z.string().default('127.0.0.1'),
   INTERNAL_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   INGEST_WRITERS: positive.max(64).default(1),
+  INGEST_COMMIT_DELAY_MS: z.coerce.number().int().min(0).max(1000).default(20),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY_HOPS: positive.max(10).default(1),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
@@ -91,6 +92,8 @@ export interface Config {
   internalPort: number;
   /** How many of the instances on one database write events; the others forward to them. */
   ingestWriters: number;
+  /** How long a busy writer gathers before its next round (EventWriter). */
+  ingestCommitDelayMs: number;
   trustProxy: boolean;
   /** Proxies in front of the service whose X-Forwarded-For entries are trusted, counted from the right. */
   trustProxyHops: number;
@@ -140,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     internalHost: e.INTERNAL_HOST,
     internalPort: e.INTERNAL_PORT,
     ingestWriters: e.INGEST_WRITERS,
+    ingestCommitDelayMs: e.INGEST_COMMIT_DELAY_MS,
     trustProxy: e.TRUST_PROXY === 'true',
     trustProxyHops: e.TRUST_PROXY_HOPS,
     metricsPort: e.METRICS_PORT,

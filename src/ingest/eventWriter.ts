@@ -19,6 +19,12 @@
  * cap check `month_seq <= cap` is exact without any atomic read-modify-write, which FerretDB does not
  * provide (its findAndModify is not atomic).
  *
+ * A writer that is busy (events already wait when a round ends) lets the next round gather for a
+ * moment (INGEST_COMMIT_DELAY_MS) before it starts: each round has costs of its own (the key check, the
+ * insert's round trip, the driver's work and, on one machine, the kernel's for the database's traffic)
+ * that fewer, larger rounds share. A caller whose events arrive while the writer is idle, such as a
+ * client sending one request after another, never waits for it.
+ *
  * Where each event goes is decided by a pure function (placement.ts); the ordered insert and what
  * FerretDB needs to report it truly are the database layer's (db/eventInserts.ts). An ordered insert
  * stops at the first document that fails, so what was stored is exactly a prefix of the round, and
@@ -139,6 +145,8 @@ export class EventWriter {
     private readonly onInactiveKey: (hash: string) => void = () => undefined,
     /** Told about every event this writer stored, once it is durable (the ledger integrates them). */
     private readonly onStored: (docs: EventDoc[]) => void = () => undefined,
+    /** How long the next round gathers when events are already waiting at the end of one (ms; 0: none). */
+    private readonly commitDelayMs = 0,
   ) {}
 
   /**
@@ -223,7 +231,15 @@ export class EventWriter {
         this.log.error({ error: describeDbError(error) }, 'group commit failed before writing');
         for (const p of round) p.reject(error);
       }
+      if (this.commitDelayMs > 0 && this.busy()) await new Promise((resolve) => setTimeout(resolve, this.commitDelayMs));
     }
+  }
+
+  /** Events wait already, though fewer than a full round: the next round is worth gathering for. */
+  private busy(): boolean {
+    let waiting = 0;
+    for (const tenant of this.tenants.values()) for (const p of tenant.queue) waiting += p.unit.drafts.length;
+    return waiting > 0 && waiting < MAX_ROUND;
   }
 
   /** Writes a round: place, insert, answer; again after a lost race or a refused event, for what is left. */

@@ -59,7 +59,7 @@ export interface Services {
 export async function createServices(
   db: Db,
   /** From loadConfig, the one source of every default; `ledger` where this process signs (without it, the ledger serves reads and never signs). */
-  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'idempotencyTtlMs' | 'ledgerIntervalMs'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
+  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -83,7 +83,7 @@ export async function createServices(
   if (witnesses) witnesses.onAlarm = (reason) => { integrator.haltInstallation(reason); };
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
-  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); });
+  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); }, config.ingestCommitDelayMs);
   const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;
   const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
