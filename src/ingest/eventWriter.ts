@@ -107,7 +107,7 @@ const CAP_CACHE_MS = 1000;
 const MAX_IDLE_TENANTS = 10_000;
 /** How often the writer looks at its event loop's utilization, and above which it takes itself for CPU-bound. */
 const LOAD_SAMPLE_MS = 250;
-const CPU_BOUND_UTILIZATION = 0.5;
+const CPU_BOUND_UTILIZATION = 0.3;
 /** Point reads per round (keys, caps, newest events) in flight at once: a round may hold a thousand tenants. */
 export const TENANT_READS_IN_FLIGHT = 16;
 
@@ -242,7 +242,7 @@ export class EventWriter {
   }
 
   /**
-   * The event loop was busy most of the last quarter second: CPU, not the database's latency, limits the
+   * The event loop was busy a good part of the last quarter second (a writer at its CPU limit measures 0.4–0.9): CPU, not the database's latency, limits the
    * writer, so rounds that share their costs let it write more. Below that, gathering would only add latency.
    */
   private cpuBound(): boolean {
