@@ -242,8 +242,9 @@ export class EventWriter {
   }
 
   /**
-   * The event loop was busy a good part of the last quarter second (a writer at its CPU limit measures 0.4–0.9): CPU, not the database's latency, limits the
-   * writer, so rounds that share their costs let it write more. Below that, gathering would only add latency.
+   * The event loop was busy a good part of the last quarter second (a writer at its CPU limit measured
+   * 0.4–0.9): CPU, not the database's latency, limits the writer, so rounds that share their costs let
+   * it write more. Below that, gathering would only add latency.
    */
   private cpuBound(): boolean {
     const now = performance.now();
