@@ -19,11 +19,13 @@
  * cap check `month_seq <= cap` is exact without any atomic read-modify-write, which FerretDB does not
  * provide (its findAndModify is not atomic).
  *
- * A writer short of CPU (its event loop busy most of the time, and events already waiting when a round
- * ends) lets the next round gather for a moment (INGEST_COMMIT_DELAY_MS) before it starts: each round
- * has costs of its own (the key check, the insert's round trip, the driver's work and, on one machine,
- * the kernel's for the database's traffic) that fewer, larger rounds share. A writer with CPU to spare,
- * or one that was idle (a client sending one request after another), never makes a caller wait for it.
+ * A writer short of CPU (cpuPressure.ts: throttled by its CPU quota, or its event loop saturated) with
+ * events already waiting when a round ends lets the next round gather for a moment
+ * (INGEST_COMMIT_DELAY_MS) before it starts: each round has costs of its own (the key check, the
+ * insert's round trip, the driver's work and, on one machine, the kernel's for the database's traffic)
+ * that fewer, larger rounds share. A writer with CPU to spare, whose rounds are as many as the
+ * database's latency allows, or one that was idle (a client sending one request after another), never
+ * makes a caller wait for it: there, gathering would only lower its throughput.
  *
  * Where each event goes is decided by a pure function (placement.ts); the ordered insert and what
  * FerretDB needs to report it truly are the database layer's (db/eventInserts.ts). An ordered insert
@@ -36,7 +38,6 @@
  * failure costs it one more insert, never an error. Only when the database is unreachable or a write
  * concern is not met is the outcome of the rest unknown: none of it is acknowledged, and its callers get 503.
  */
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
 import { mapLimited } from '../domain/limited';
@@ -47,6 +48,7 @@ import { describeDbError, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } 
 import type { EventInserts, InsertOutcome } from '../db/eventInserts';
 import type { EventReader } from '../db/eventReader';
 import type { OrgRepository } from '../db/orgRepository';
+import { CpuPressure } from './cpuPressure';
 import { NO_EVENTS, place, type Placement, type Position } from './placement';
 import { unitTenant, type WriteUnit } from './writeUnit';
 
@@ -105,9 +107,6 @@ const CAP_RECHECK_MS = 10_000;
 const CAP_CACHE_MS = 1000;
 /** Tenants kept for their known newest events; past this many, idle ones are dropped (found again when needed). */
 const MAX_IDLE_TENANTS = 10_000;
-/** How often the writer looks at its event loop's utilization, and above which it takes itself for CPU-bound. */
-const LOAD_SAMPLE_MS = 250;
-const CPU_BOUND_UTILIZATION = 0.3;
 /** Point reads per round (keys, caps, newest events) in flight at once: a round may hold a thousand tenants. */
 export const TENANT_READS_IN_FLIGHT = 16;
 
@@ -133,8 +132,7 @@ function capReached(now: Date): AppError {
 
 export class EventWriter {
   private readonly tenants = new Map<string, Tenant>();
-  /** The event loop's utilization, sampled at most every LOAD_SAMPLE_MS (see cpuBound). */
-  private load = { at: performance.now(), elu: performance.eventLoopUtilization(), busy: false };
+  private readonly cpu = new CpuPressure();
   private flushing: Promise<void> | null = null;
   readonly stats: WriterStats = { batches: 0, events: 0, conflicts: 0, duplicates: 0, refused: 0 };
 
@@ -237,22 +235,8 @@ export class EventWriter {
         this.log.error({ error: describeDbError(error) }, 'group commit failed before writing');
         for (const p of round) p.reject(error);
       }
-      if (this.commitDelayMs > 0 && this.busy() && this.cpuBound()) await new Promise((resolve) => setTimeout(resolve, this.commitDelayMs));
+      if (this.commitDelayMs > 0 && this.busy() && this.cpu.short()) await new Promise((resolve) => setTimeout(resolve, this.commitDelayMs));
     }
-  }
-
-  /**
-   * The event loop was busy a good part of the last quarter second (a writer at its CPU limit measured
-   * 0.4–0.9): CPU, not the database's latency, limits the writer, so rounds that share their costs let
-   * it write more. Below that, gathering would only add latency.
-   */
-  private cpuBound(): boolean {
-    const now = performance.now();
-    if (now - this.load.at >= LOAD_SAMPLE_MS) {
-      const elu = performance.eventLoopUtilization();
-      this.load = { at: now, elu, busy: performance.eventLoopUtilization(elu, this.load.elu).utilization > CPU_BOUND_UTILIZATION };
-    }
-    return this.load.busy;
   }
 
   /** Events wait already, though fewer than a full round: the next round is worth gathering for. */
