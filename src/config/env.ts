@@ -92,7 +92,7 @@ export interface Config {
   internalPort: number;
   /** How many of the instances on one database write events; the others forward to them. */
   ingestWriters: number;
-  /** How long a busy writer gathers before its next round (EventWriter). */
+  /** How long a writer that its CPU quota throttles lets its next round gather (EventWriter). */
   ingestCommitDelayMs: number;
   trustProxy: boolean;
   /** Proxies in front of the service whose X-Forwarded-For entries are trusted, counted from the right. */

@@ -6,25 +6,35 @@
  * 7–12% with it), so a process without a quota is never taken for short of CPU.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 /** How often the quota's counters are read again. */
 const SAMPLE_MS = 250;
 
-/** This process's cgroup `cpu.stat` (v1's cpu controller or v2's unified tree), if it can be read. */
+/**
+ * Where a process's cgroup `cpu.stat` may be, from its /proc/<pid>/cgroup text: under v1's cpu
+ * controller (mounted as `cpu` or as its joint name, `cpu,cpuacct`) or v2's unified tree.
+ */
+export function cpuStatCandidates(procCgroup: string): string[] {
+  const files = procCgroup.split('\n').flatMap((line) => {
+    const [, controllers, path] = line.split(':');
+    if (path === undefined || controllers === undefined) return [];
+    if (controllers === '') return [join('/sys/fs/cgroup', path, 'cpu.stat')];
+    return controllers.split(',').includes('cpu') ? [join('/sys/fs/cgroup', controllers, path, 'cpu.stat'), join('/sys/fs/cgroup/cpu', path, 'cpu.stat')] : [];
+  });
+  return [...new Set(files)];
+}
+
+/** This process's cgroup `cpu.stat`, if one can be read. */
 function cpuStatPath(): string | null {
   try {
-    for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
-      const [, controllers, path] = line.split(':');
-      if (path === undefined) continue;
-      const candidates = controllers === '' ? [`/sys/fs/cgroup${path}/cpu.stat`] : controllers?.split(',').includes('cpu') ? [`/sys/fs/cgroup/${controllers}${path}/cpu.stat`, `/sys/fs/cgroup/cpu${path}/cpu.stat`] : [];
-      for (const file of candidates) {
-        try {
-          readFileSync(file, 'utf8');
-          return file;
-        } catch {
-          // not mounted there
-        }
+    for (const file of cpuStatCandidates(readFileSync('/proc/self/cgroup', 'utf8'))) {
+      try {
+        readFileSync(file, 'utf8');
+        return file;
+      } catch {
+        // not mounted there
       }
     }
   } catch {

@@ -19,8 +19,8 @@
  * cap check `month_seq <= cap` is exact without any atomic read-modify-write, which FerretDB does not
  * provide (its findAndModify is not atomic).
  *
- * A writer short of CPU (cpuPressure.ts: throttled by its CPU quota, as in a container with a CPU limit) with
- * events already waiting when a round ends lets the next round gather for a moment
+ * A writer short of CPU (cpuPressure.ts: throttled by its CPU quota, as in a container with a CPU
+ * limit) with events already waiting when a round ends lets the next round gather for a moment
  * (INGEST_COMMIT_DELAY_MS) before it starts: each round has costs of its own (the key check, the
  * insert's round trip, the driver's work and, on one machine, the kernel's for the database's traffic)
  * that fewer, larger rounds share. A writer with CPU to spare, whose rounds are as many as the
