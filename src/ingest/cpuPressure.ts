@@ -26,32 +26,27 @@ export function cpuStatCandidates(procCgroup: string): string[] {
   return [...new Set(files)];
 }
 
-/** This process's cgroup `cpu.stat`, if one can be read. */
-function cpuStatPath(): string | null {
-  try {
-    for (const file of cpuStatCandidates(readFileSync('/proc/self/cgroup', 'utf8'))) {
-      try {
-        readFileSync(file, 'utf8');
-        return file;
-      } catch {
-        // not mounted there
-      }
-    }
-  } catch {
-    // not Linux
-  }
-  return null;
-}
-
-/** How many periods the quota has throttled the group in (0 when there is no quota or nothing to read). */
+/**
+ * How many periods the quota has throttled this process's group in (0 when there is no quota or nothing
+ * to read): the first of its `cpu.stat` candidates that can be read.
+ */
 function throttledPeriods(): number {
-  const file = cpuStatPath();
-  if (!file) return 0;
+  let candidates: string[];
   try {
-    return Number(/^nr_throttled (\d+)$/m.exec(readFileSync(file, 'utf8'))?.[1] ?? 0);
+    candidates = cpuStatCandidates(readFileSync('/proc/self/cgroup', 'utf8'));
   } catch {
-    return 0;
+    return 0; // not Linux
   }
+  for (const file of candidates) {
+    let stat: string;
+    try {
+      stat = readFileSync(file, 'utf8');
+    } catch {
+      continue; // not mounted there
+    }
+    return Number(/^nr_throttled (\d+)$/m.exec(stat)?.[1] ?? 0);
+  }
+  return 0;
 }
 
 export class CpuPressure {
