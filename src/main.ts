@@ -56,6 +56,8 @@ async function main(): Promise<void> {
   const internalPort = (internal.address() as AddressInfo).port;
   const wildcard = ['0.0.0.0', '::', ''].includes(config.internalHost);
   await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${internalPort}`);
+  // After joining: which streams this instance delivers depends on the live instances.
+  services.streamDelivery.start();
   log.info(
     { port, url, metricsPort, internalPort, embeddedDatabase: database.embedded },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
@@ -85,6 +87,7 @@ async function main(): Promise<void> {
     metricsServer.close();
     internal.close();
     internal.closeIdleConnections();
+    await services.streamDelivery.stop();
     await services.ingest.stop();
     await services.integrator.stop();
     await services.ledgerAudit.stop();

@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Plan } from '../domain/plan';
+import type { StreamOptions } from '../domain/stream';
 
 const capValue = z.coerce.number().int().min(0);
 const positive = z.coerce.number().int().min(1);
@@ -48,6 +49,13 @@ const ZEnv = z.object({
   LEDGER_AUDIT_INTERVAL_MS: z.coerce.number().int().min(0).default(0),
   LEDGER_WITNESS_POLICY: z.string().min(1).optional(),
   LEDGER_INSTALLATION_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  STREAM_SCAN_INTERVAL_MS: positive.min(100).max(600_000).default(2000),
+  STREAM_POLL_MS: positive.min(50).max(600_000).default(1000),
+  STREAM_FAILING_AFTER_MS: positive.default(10 * 60_000),
+  STREAM_MAX_BACKOFF_MS: positive.min(100).default(5 * 60_000),
+  STREAM_CONCURRENCY: positive.max(256).default(8),
+  STREAM_TIMEOUT_MS: positive.min(100).max(600_000).default(30_000),
+  STREAM_ALLOW_PRIVATE_DESTINATIONS: z.enum(['true', 'false']).default('false'),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -114,6 +122,8 @@ export interface Config {
   witnessPolicyFile: string | undefined;
   /** A bearer token the installation log's tiles API asks for; unset: public. */
   installationToken: string | undefined;
+  /** How this instance delivers log streams. */
+  streams: StreamOptions;
   limits: Limits;
 }
 
@@ -156,6 +166,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ledgerAuditIntervalMs: e.LEDGER_AUDIT_INTERVAL_MS,
     witnessPolicyFile: e.LEDGER_WITNESS_POLICY,
     installationToken: e.LEDGER_INSTALLATION_TOKEN,
+    streams: {
+      scanIntervalMs: e.STREAM_SCAN_INTERVAL_MS,
+      pollMs: e.STREAM_POLL_MS,
+      failingAfterMs: e.STREAM_FAILING_AFTER_MS,
+      maxBackoffMs: e.STREAM_MAX_BACKOFF_MS,
+      concurrency: e.STREAM_CONCURRENCY,
+      timeoutMs: e.STREAM_TIMEOUT_MS,
+      allowPrivate: e.STREAM_ALLOW_PRIVATE_DESTINATIONS === 'true',
+    },
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,

@@ -1,7 +1,7 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import type {
-  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
 } from './documents';
 
 export interface Collections {
@@ -29,6 +29,10 @@ export interface Collections {
   ledgerWitnesses: Collection<LedgerWitnessDoc>;
   /** Export slots held across the installation, by `_id`. */
   exportLeases: Collection<ExportLeaseDoc>;
+  /** Log streams' configurations, by organization. */
+  streams: Collection<StreamDoc>;
+  /** Each stream's delivery progress, by the stream's id. */
+  streamProgress: Collection<StreamProgressDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -50,6 +54,8 @@ export function collections(db: Db): Collections {
     ledgerCosignatures: db.collection<LedgerCosignatureDoc>('ledger_cosignatures'),
     ledgerWitnesses: db.collection<LedgerWitnessDoc>('ledger_witnesses'),
     exportLeases: db.collection<ExportLeaseDoc>('export_leases'),
+    streams: db.collection<StreamDoc>('streams'),
+    streamProgress: db.collection<StreamProgressDoc>('stream_progress'),
   };
 }
 
@@ -106,6 +112,13 @@ const ENTRY_INDEXES: IndexDescription[] = [
 // The cosignatures of one installation checkpoint.
 const COSIGNATURE_INDEXES: IndexDescription[] = [{ key: { checkpoint: 1 }, name: 'checkpoint' }];
 
+const STREAM_INDEXES: IndexDescription[] = [
+  // An organization's streams, oldest first.
+  { key: { tenant: 1, created_at: 1 }, name: 'tenant_created' },
+  // One stream per place: the per-organization limit, decided by the unique index when creates race.
+  { key: { tenant: 1, slot: 1 }, name: 'tenant_slot', unique: true },
+];
+
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
   { key: { bucket: 1, at: 1 }, name: 'bucket_at' },
@@ -125,6 +138,7 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   ledger_checkpoints: CHECKPOINT_INDEXES,
   ledger_entries: ENTRY_INDEXES,
   ledger_cosignatures: COSIGNATURE_INDEXES,
+  streams: STREAM_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -140,4 +154,5 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of CHECKPOINT_INDEXES) await c.ledgerCheckpoints.createIndexes([spec]);
   for (const spec of ENTRY_INDEXES) await c.ledgerEntries.createIndexes([spec]);
   for (const spec of COSIGNATURE_INDEXES) await c.ledgerCosignatures.createIndexes([spec]);
+  for (const spec of STREAM_INDEXES) await c.streams.createIndexes([spec]);
 }

@@ -1,4 +1,5 @@
 /** Stored document shapes and the mapping from a stored event to its API form. */
+import type { StreamDestination, StreamFormat } from '../domain/stream';
 import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
 import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
@@ -242,4 +243,44 @@ export interface LedgerWitnessDoc {
   error: string | null;
   alarm: string | null;
   updated_at: Date;
+}
+
+/**
+ * A log stream's configuration, written only by the API (create, pause, resume, delete). Delivery
+ * progress is another document (`StreamProgressDoc`), written only by the delivering instance: FerretDB
+ * writes a whole document back on every update, so two writers of one document could undo each other.
+ */
+export interface StreamDoc {
+  /** A random UUID. */
+  _id: string;
+  tenant: string;
+  /** Which of the organization's MAX_STREAMS_PER_ORG places it takes: unique per organization, so the limit holds however many creates race. */
+  slot: number;
+  name: string;
+  /** The destination without its secrets. */
+  destination: StreamDestination;
+  format: StreamFormat;
+  /** The first sequence number the stream delivers. */
+  start_seq: number;
+  /** The destination's secrets (and a webhook's signing secret), sealed with a key outside the database (src/streams/secretBox.ts). */
+  sealed: string;
+  paused: boolean;
+  created_at: Date;
+}
+
+/** How far a stream got: written by the instance delivering it, read by the API for its state and lag. */
+export interface StreamProgressDoc {
+  /** The stream's id. */
+  _id: string;
+  tenant: string;
+  /** Every event up to this sequence number was acknowledged by the destination. */
+  delivered_seq: number;
+  last_delivery_at: Date | null;
+  last_error: string | null;
+  /** When the current run of failures began (null: the last attempt succeeded). */
+  failing_since: Date | null;
+  /** Whether the run of failures has lasted longer than the failing limit. */
+  failing: boolean;
+  /** Deliveries per minute, the newest last, at most an hour of them. */
+  history: { minute: Date; delivered: number; failed: number }[];
 }

@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   API_KEY_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   CHECKPOINT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
+  STREAM_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
+  STREAM_LIMIT_REACHED: { status: 409, trpc: 'CONFLICT' },
   METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
   EVENT_REFUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },

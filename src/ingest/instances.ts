@@ -112,6 +112,20 @@ export class Instances {
     return owner;
   }
 
+  /**
+   * Whether this instance runs the background job `key` (a log stream): rendezvous hashing over every
+   * live instance, so each job runs in one place in any one view and jobs spread over all instances.
+   */
+  runs(key: string): boolean {
+    let best = '';
+    let chosen = this.self.id;
+    for (const peer of this.live) {
+      const score = createHash('sha256').update(key).update('\n').update(peer.id).digest('hex');
+      if (score > best) [best, chosen] = [score, peer.id];
+    }
+    return chosen === this.self.id;
+  }
+
   /** A forward to `peer` failed: its organizations are written elsewhere until it has had time to recover. */
   markDown(peer: Peer): void {
     this.down.set(peer.id, performance.now() + SILENT_MS);

@@ -27,6 +27,10 @@ import { EventService } from './events';
 import { LedgerService } from './ledger';
 import { IdempotentWrites } from './idempotency';
 import { UsageService } from './usage';
+import { StreamService } from './streams';
+import { StreamStore } from '../db/streamStore';
+import { StreamDeliverer } from '../streams/deliverer';
+import { SecretBox } from '../streams/secretBox';
 
 export interface Services {
   db: Db;
@@ -49,6 +53,9 @@ export interface Services {
   accounts: AccountService;
   keys: ApiKeyService;
   usage: UsageService;
+  /** Log streams: managed through `streams`, delivered by `streamDelivery` (started by main.ts). */
+  streams: StreamService;
+  streamDelivery: StreamDeliverer;
   /** Dashboard calls per session, at the rate API keys get (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST). */
   sessionRate: TokenBuckets;
   clock: Clock;
@@ -59,7 +66,7 @@ export interface Services {
 export async function createServices(
   db: Db,
   /** From loadConfig, the one source of every default; `ledger` where this process signs (without it, the ledger serves reads and never signs). */
-  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
+  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs' | 'streams'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -88,6 +95,11 @@ export async function createServices(
   const limits = config.limits;
   const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
   const events = new EventService(stores, ingest, idempotent, clock, integrator, limits);
+  // FerretDB reads a whole organization for a range of sequence numbers; point reads reach its GIN index.
+  const buildInfo = await db.command({ buildInfo: 1 });
+  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string');
+  const box = SecretBox.fromSigner(config.ledger?.signer ?? null);
+  const streamDelivery = new StreamDeliverer(streamStore, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,
@@ -104,6 +116,8 @@ export async function createServices(
     accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
     keys: new ApiKeyService(apiKeys, auth, clock),
     usage: new UsageService(events, orgs, clock),
+    streams: new StreamService(streamStore, (tenant) => stores.events(tenant), box, streamDelivery, clock),
+    streamDelivery,
     // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
     sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => ingest.instances.share),
     clock,

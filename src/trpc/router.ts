@@ -7,6 +7,7 @@ import { getEvent } from './events/get';
 import { listEvents } from './events/list';
 import { router } from './init';
 import { eventProof, ledgerCheckpoint, ledgerConsistency, ledgerKey } from './ledger/procedures';
+import { createStream, deleteStream, getStream, listStreams, pauseStream, resumeStream, testStream } from './streams/procedures';
 
 export const appRouter = router({
   events: router({
@@ -21,6 +22,15 @@ export const appRouter = router({
     key: ledgerKey,
     checkpoint: ledgerCheckpoint,
     consistency: ledgerConsistency,
+  }),
+  streams: router({
+    create: createStream,
+    list: listStreams,
+    get: getStream,
+    pause: pauseStream,
+    resume: resumeStream,
+    test: testStream,
+    delete: deleteStream,
   }),
   account: accountRouter,
   dashboard: dashboardRouter,

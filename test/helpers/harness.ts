@@ -86,6 +86,8 @@ export async function startTestApp(options: {
   ledgerIntervalMs?: number;
   /** The ledger's budget of logs per round (LedgerOptions.logsPerRound). */
   ledgerLogsPerRound?: number;
+  /** Settings as environment variables, over the test defaults (streams may reach loopback, and scan often). */
+  env?: Record<string, string>;
   /** The installation log's witnesses (LEDGER_WITNESS_POLICY, parsed). */
   witnessPolicy?: Policy;
 }): Promise<TestApp> {
@@ -104,11 +106,12 @@ export async function startTestApp(options: {
   const log = options.logTo ? createLogger('info', options.logTo) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const clock = options.clock ?? { now: () => new Date() };
   // Every default from loadConfig, as a deployment without variables gets them; a test changes only what it names.
-  const config = loadConfig({});
+  const config = loadConfig({ STREAM_ALLOW_PRIVATE_DESTINATIONS: 'true', STREAM_SCAN_INTERVAL_MS: '200', STREAM_POLL_MS: '100', ...options.env });
   const limits: Limits = { ...config.limits, ...options.limits };
   const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200, logsPerRound: options.ledgerLogsPerRound, witnessPolicy: options.witnessPolicy ?? null };
   const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
   services.integrator.start();
+  services.streamDelivery.start();
   const http = createHttpApp(services, options.http);
   const { server, url } = await listenOnFreePort(http.listener);
 
@@ -133,6 +136,7 @@ export async function startTestApp(options: {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+      await services.streamDelivery.stop();
       await services.ingest.idle();
       await services.integrator.stop();
       if (!options.sharedDbName) await db.dropDatabase().catch(() => undefined);

@@ -25,6 +25,13 @@ test('it describes every /v1 operation with the spec statuses', () => {
     'GET /ledger/checkpoint': ['200', '400', '401', '404', '500'],
     'GET /ledger/consistency': ['200', '400', '401', '404', '500'],
     'GET /ledger/proofs': ['200', '400', '401', '404', '500'],
+    'POST /streams': ['201', '400', '401', '409', '413', '415', '500'],
+    'GET /streams': ['200', '401', '500'],
+    'GET /streams/{id}': ['200', '400', '401', '404', '500'],
+    'DELETE /streams/{id}': ['200', '400', '401', '404', '500'],
+    'POST /streams/{id}/pause': ['200', '400', '401', '404', '500'],
+    'POST /streams/{id}/resume': ['200', '400', '401', '404', '500'],
+    'POST /streams/{id}/test': ['200', '400', '401', '404', '500'],
   });
 });
 

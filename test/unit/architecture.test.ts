@@ -9,12 +9,14 @@ const SRC = join(__dirname, '..', '..', 'src');
 
 /** What each layer may not import. `domain` is pure; nothing below `http` knows about HTTP. */
 const FORBIDDEN: Record<string, string[]> = {
-  domain: ['config', 'db', 'ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
-  config: ['db', 'ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
-  db: ['ledger', 'ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
-  ledger: ['ingest', 'export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
-  ingest: ['services', 'trpc', 'http', 'cli', 'dashboard'],
-  export: ['services', 'trpc', 'http', 'cli', 'dashboard'],
+  domain: ['config', 'db', 'ledger', 'ingest', 'export', 'streams', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  config: ['db', 'ledger', 'ingest', 'export', 'streams', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  db: ['ledger', 'ingest', 'export', 'streams', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  ledger: ['ingest', 'export', 'streams', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  ingest: ['streams', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  export: ['streams', 'services', 'trpc', 'http', 'cli', 'dashboard'],
+  // Delivers log streams: reads the ledger and events, knows the live instances; nothing above it.
+  streams: ['export', 'services', 'trpc', 'http', 'cli', 'dashboard'],
   services: ['trpc', 'http', 'cli', 'dashboard'],
   trpc: ['http', 'cli', 'dashboard'],
   http: ['cli', 'dashboard'],

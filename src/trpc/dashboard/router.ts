@@ -5,6 +5,7 @@ import { getSessionEvent, listSessionEvents } from './events';
 import { createKey, listKeys, revokeKey } from './keys';
 import { ledgerSummary, sessionConsistency, sessionEventProof } from './ledger';
 import { usageSummary } from './usage';
+import { sessionStreams } from '../streams/procedures';
 
 export const accountRouter = router({ signup, login, logout, me });
 
@@ -12,5 +13,6 @@ export const dashboardRouter = router({
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
   events: router({ list: listSessionEvents, get: getSessionEvent, proof: sessionEventProof }),
   usage: usageSummary,
+  streams: router(sessionStreams),
   ledger: router({ summary: ledgerSummary, consistency: sessionConsistency }),
 });

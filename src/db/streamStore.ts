@@ -1,0 +1,122 @@
+/**
+ * Log streams' documents: configurations (written by the API, bound to one organization here) and
+ * delivery progress (written by the delivering instance), and the reads a delivery makes.
+ */
+import type { Collections } from './database';
+import type { EventDoc, StreamDoc, StreamProgressDoc } from './documents';
+import { DUPLICATE_KEY } from './errors';
+
+const DURABLE = { writeConcern: { w: 'majority' as const, j: true } };
+
+/** One organization's streams, as the API manages them. */
+export class TenantStreams {
+  constructor(
+    private readonly c: Collections,
+    readonly tenant: string,
+  ) {}
+
+  /** Oldest first. */
+  list(): Promise<StreamDoc[]> {
+    return this.c.streams.find({ tenant: this.tenant }).sort({ created_at: 1 }).toArray();
+  }
+
+  get(id: string): Promise<StreamDoc | null> {
+    return this.c.streams.findOne({ _id: id, tenant: this.tenant });
+  }
+
+  /** Inserts in the first free place of `places`; false when every one is taken. */
+  async insert(doc: Omit<StreamDoc, 'slot'>, places: number): Promise<boolean> {
+    const taken = new Set((await this.list()).map((s) => s.slot));
+    for (let slot = 0; slot < places; slot++) {
+      if (taken.has(slot)) continue;
+      try {
+        await this.c.streams.insertOne({ ...doc, slot }, DURABLE);
+        return true;
+      } catch (error) {
+        // Another create took this place first: try the next.
+        if ((error as { code?: number }).code !== DUPLICATE_KEY) throw error;
+      }
+    }
+    return false;
+  }
+
+  /** Null: no such stream of this organization. */
+  async setPaused(id: string, paused: boolean): Promise<StreamDoc | null> {
+    const { matchedCount } = await this.c.streams.updateOne({ _id: id, tenant: this.tenant }, { $set: { paused } }, DURABLE);
+    return matchedCount ? this.get(id) : null;
+  }
+
+  /** Deletes the stream and its progress; false when there was none. */
+  async remove(id: string): Promise<boolean> {
+    const { deletedCount } = await this.c.streams.deleteOne({ _id: id, tenant: this.tenant }, DURABLE);
+    await this.c.streamProgress.deleteOne({ _id: id, tenant: this.tenant });
+    return deletedCount > 0;
+  }
+
+  /** Progress of these streams, by id. */
+  async progress(ids: string[]): Promise<Map<string, StreamProgressDoc>> {
+    const found = await Promise.all(ids.map((id) => this.c.streamProgress.findOne({ _id: id, tenant: this.tenant })));
+    return new Map(found.filter((doc): doc is StreamProgressDoc => doc !== null).map((doc) => [doc._id, doc]));
+  }
+
+  /** The event at `seq`, if stored (the lag's age). */
+  eventAt(seq: number): Promise<EventDoc | null> {
+    return this.c.events.findOne({ tenant: this.tenant, seq });
+  }
+}
+
+/** What the delivering instances read and write, across organizations. */
+export class StreamStore {
+  constructor(
+    private readonly c: Collections,
+    /**
+     * Read a run of sequence numbers one point read at a time, a few at once: on FerretDB, whose range
+     * reads load every event of the organization (../shared/STACK-NOTES.md), where point reads on
+     * `seq` reach the GIN index. MongoDB serves the range from the (tenant, seq) index.
+     */
+    private readonly pointReads: boolean,
+  ) {}
+
+  forTenant(tenant: string): TenantStreams {
+    return new TenantStreams(this.c, tenant);
+  }
+
+  /** Every stream of the installation: a handful per organization, read whole at each scan. */
+  all(): Promise<StreamDoc[]> {
+    return this.c.streams.find({}).toArray();
+  }
+
+  get(id: string): Promise<StreamDoc | null> {
+    return this.c.streams.findOne({ _id: id });
+  }
+
+  progress(id: string): Promise<StreamProgressDoc | null> {
+    return this.c.streamProgress.findOne({ _id: id });
+  }
+
+  async saveProgress(doc: StreamProgressDoc): Promise<void> {
+    await this.c.streamProgress.replaceOne({ _id: doc._id }, doc, { upsert: true, ...DURABLE });
+  }
+
+  /** The events `from`..`to` of `tenant` in sequence order, up to the first one not stored. */
+  async eventsBetween(tenant: string, from: number, to: number): Promise<EventDoc[]> {
+    if (to < from) return [];
+    if (!this.pointReads) {
+      const docs = await this.c.events.find({ tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
+      const run: EventDoc[] = [];
+      for (const doc of docs) if (doc.seq === from + run.length) run.push(doc);
+      return run;
+    }
+    const found: (EventDoc | null)[] = new Array<EventDoc | null>(to - from + 1).fill(null);
+    let next = from;
+    const reader = async () => {
+      while (next <= to) {
+        const seq = next++;
+        found[seq - from] = await this.c.events.findOne({ tenant, seq });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, to - from + 1) }, reader));
+    const end = found.indexOf(null);
+    return (end === -1 ? found : found.slice(0, end)) as EventDoc[];
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * Delivers every organization's log streams. Each instance reads the list of streams every few seconds
+ * and runs the ones assigned to it: by rendezvous hashing of the stream's id over the live instances
+ * (src/ingest/instances.ts), so every instance with the same view runs a stream in exactly one place,
+ * streams spread over all instances, and when an instance stops or dies its streams move to the others
+ * within one scan after it is seen gone (about 5 s after a SIGKILL).
+ *
+ * A stream's run, one batch at a time, in sequence order: the newest signed checkpoint of the
+ * organization's log says how far there is to deliver (only events a checkpoint covers are sent, so
+ * every batch carries the checkpoint that proves it), the events after the stream's `delivered_seq` are
+ * read and formatted, sent, and `delivered_seq` moves only once the destination acknowledged them. A
+ * crash or a restart therefore resumes from the last acknowledged event and never skips one (at least
+ * once; the event id is the receiver's key for dropping a repeat). A batch that fails is retried, the
+ * same batch, with exponential backoff and full jitter (or what Retry-After asks); failing for longer
+ * than the limit marks the stream failing, and it keeps retrying at the longest backoff and keeps its
+ * place. When views of the live instances differ for a moment two instances may run one stream at once:
+ * the receiver may then see a batch twice, never a gap.
+ *
+ * Bounded whatever the backlog: one batch per stream in memory, at most `concurrency` sends at once per
+ * instance, and the outbound agents' socket limit.
+ */
+import type { Logger } from 'pino';
+import type { StreamDoc, StreamProgressDoc } from '../db/documents';
+import { eventSha256OfDoc, toEvent } from '../db/documents';
+import type { StreamStore } from '../db/streamStore';
+import type { Clock } from '../domain/time';
+import type { StreamOptions, TStreamDestinationInput } from '../domain/stream';
+import { formatItem } from '../domain/streamFormats';
+import type { Instances } from '../ingest/instances';
+import type { LedgerReader } from '../ledger/reader';
+import type { DeliveryBatch, Destination } from './batch';
+import { DatadogDestination } from './destinations/datadog';
+import { S3Destination } from './destinations/s3';
+import { SplunkDestination } from './destinations/splunk';
+import { WebhookDestination } from './destinations/webhook';
+import { type DeliveryError, OutboundHttp, toDeliveryError } from './outboundHttp';
+import type { SecretBox } from './secretBox';
+
+const HISTORY_MINUTES = 60;
+const FIRST_BACKOFF_MS = 1000;
+
+/** Wait before attempt `failures` + 1: full jitter over an exponential bound (AWS's "full jitter"). */
+export function backoffMs(failures: number, maxMs: number, random = Math.random): number {
+  const bound = Math.min(maxMs, FIRST_BACKOFF_MS * 2 ** Math.min(failures - 1, 30));
+  return Math.round(bound / 2 + random() * (bound / 2));
+}
+
+/** Counts for the metrics, bumped as deliveries end. */
+export interface StreamStats {
+  running: number;
+  batches: number;
+  events: number;
+  failures: number;
+}
+
+/** Builds a stream's destination from its configuration and opened secrets. */
+export function destinationOf(http: OutboundHttp, destination: TStreamDestinationInput, signingSecret: string | undefined): Destination {
+  switch (destination.type) {
+    case 'webhook':
+      if (!signingSecret) throw new Error('a webhook stream without its signing secret');
+      return new WebhookDestination(http, destination.url, signingSecret);
+    case 'splunk':
+      return new SplunkDestination(http, destination, destination.token);
+    case 'datadog':
+      return new DatadogDestination(http, destination, destination.api_key);
+    case 's3':
+      return new S3Destination(http, destination, destination.secret_access_key);
+  }
+}
+
+/** A counting semaphore: sends in flight per instance. */
+class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+  constructor(size: number) {
+    this.free = size;
+  }
+  async take(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+export class StreamDeliverer {
+  readonly stats: StreamStats = { running: 0, batches: 0, events: 0, failures: 0 };
+  readonly http: OutboundHttp;
+  private readonly runs = new Map<string, StreamRun>();
+  private readonly slots: Slots;
+  private timer: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | null = null;
+  private stopped = true;
+
+  constructor(
+    private readonly store: StreamStore,
+    private readonly ledger: LedgerReader,
+    private readonly instances: Instances,
+    private readonly box: SecretBox,
+    readonly options: StreamOptions,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    this.http = new OutboundHttp({ allowPrivate: options.allowPrivate, timeoutMs: options.timeoutMs, maxSockets: Math.max(options.concurrency * 2, 8) });
+    this.slots = new Slots(options.concurrency);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    void this.scan();
+    this.timer = setInterval(() => void this.scan(), this.options.scanIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops every run after its current send (a send in flight is not acknowledged twice: its progress is saved first). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.scanning;
+    await Promise.all([...this.runs.values()].map((run) => run.stop()));
+    this.runs.clear();
+    this.http.close();
+  }
+
+  /** Reads the streams now (the API calls it after a change, so a new stream starts without waiting for the next scan). */
+  scan(): Promise<void> {
+    this.scanning ??= this.scanOnce().finally(() => { this.scanning = null; });
+    return this.scanning;
+  }
+
+  private async scanOnce(): Promise<void> {
+    let streams: StreamDoc[];
+    try {
+      streams = await this.store.all();
+    } catch (error) {
+      this.log.warn({ error: String(error) }, 'could not read the log streams');
+      return;
+    }
+    // Stopped while the list was read: start nothing.
+    if (this.stopped) return;
+    const wanted = new Map<string, StreamDoc>();
+    for (const doc of streams) if (!doc.paused && this.instances.runs(doc._id)) wanted.set(doc._id, doc);
+    for (const [id, run] of this.runs) {
+      if (!wanted.has(id)) {
+        this.runs.delete(id);
+        void run.stop();
+      }
+    }
+    for (const [id, doc] of wanted) {
+      if (this.runs.has(id)) continue;
+      const run = new StreamRun(doc, this, this.store, this.ledger, this.options, this.clock, this.log.child({ stream: id, tenant: doc.tenant }));
+      this.runs.set(id, run);
+      run.start();
+    }
+    this.stats.running = this.runs.size;
+  }
+
+  /** The destination of a stream, with its secrets opened. */
+  destination(doc: StreamDoc): Destination {
+    const secrets = this.box.open(doc._id, doc.sealed);
+    return destinationOf(this.http, { ...doc.destination, ...secrets } as TStreamDestinationInput, secrets.signing_secret);
+  }
+
+  async send(destination: Destination, batch: DeliveryBatch): Promise<void> {
+    await this.slots.take();
+    try {
+      await destination.send(batch);
+    } finally {
+      this.slots.give();
+    }
+  }
+
+  /** A run ended by itself (the stream was deleted): forget it, so a later scan may start it again. */
+  ended(id: string, run: StreamRun): void {
+    if (this.runs.get(id) === run) this.runs.delete(id);
+  }
+}
+
+/** One stream's delivery loop on this instance. */
+class StreamRun {
+  private stopped = false;
+  private wake: (() => void) | null = null;
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly doc: StreamDoc,
+    private readonly owner: StreamDeliverer,
+    private readonly store: StreamStore,
+    private readonly ledger: LedgerReader,
+    private readonly options: StreamOptions,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.done = this.loop().catch((error: unknown) => {
+      this.log.error({ error: String(error) }, 'stream delivery stopped on an unexpected error; it restarts at the next scan');
+    }).finally(() => { this.owner.ended(this.doc._id, this); });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.done;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.wake = null; resolve(); }, ms);
+      this.wake = () => { clearTimeout(timer); this.wake = null; resolve(); };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const { doc } = this;
+    let destination: Destination;
+    try {
+      destination = this.owner.destination(doc);
+    } catch (error) {
+      this.log.error({ error: String(error) }, 'cannot open the stream\'s destination');
+      const progress = await this.load();
+      await this.failed(progress, toDeliveryError(error), 1);
+      await this.sleep(this.options.maxBackoffMs);
+      return;
+    }
+    let progress = await this.load();
+    let failures = 0;
+    let pending: DeliveryBatch | null = null;
+    while (!this.stopped) {
+      try {
+        pending ??= await this.nextBatch(progress, destination);
+      } catch (error) {
+        this.log.warn({ error: String(error) }, 'could not read the stream\'s next events; retrying');
+        await this.sleep(this.options.pollMs);
+        continue;
+      }
+      if (!pending) {
+        await this.sleep(this.options.pollMs);
+        continue;
+      }
+      try {
+        await this.owner.send(destination, pending);
+      } catch (error) {
+        const failure = toDeliveryError(error);
+        failures++;
+        this.owner.stats.failures++;
+        progress = await this.failed(progress, failure, failures);
+        const backoff = backoffMs(failures, this.options.maxBackoffMs);
+        await this.sleep(Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(this.options.maxBackoffMs, failure.retryAfterMs ?? 0)));
+        continue;
+      }
+      failures = 0;
+      this.owner.stats.batches++;
+      this.owner.stats.events += pending.items.length;
+      progress = await this.delivered(progress, pending);
+      pending = null;
+    }
+  }
+
+  private async load(): Promise<StreamProgressDoc> {
+    const found = await this.store.progress(this.doc._id);
+    return found ?? { _id: this.doc._id, tenant: this.doc.tenant, delivered_seq: this.doc.start_seq - 1, last_delivery_at: null, last_error: null, failing_since: null, failing: false, history: [] };
+  }
+
+  /** The next events to send, as one batch within the destination's limits; null when there are none yet. */
+  private async nextBatch(progress: StreamProgressDoc, destination: Destination): Promise<DeliveryBatch | null> {
+    const checkpoint = await this.ledger.of(this.doc.tenant).newest();
+    if (!checkpoint || checkpoint.size <= progress.delivered_seq) return null;
+    const from = progress.delivered_seq + 1;
+    const docs = await this.store.eventsBetween(this.doc.tenant, from, Math.min(checkpoint.size, progress.delivered_seq + destination.limits.maxEvents));
+    if (docs.length === 0) return null;
+    const loggedAt = this.clock.now();
+    const items: Record<string, unknown>[] = [];
+    let bytes = 2;
+    for (const event of docs) {
+      const item = formatItem(this.doc.format, { event: toEvent(event), receipt: { leaf_index: event.seq - 1, event_sha256: eventSha256OfDoc(event) } }, this.doc.tenant, loggedAt);
+      bytes += JSON.stringify(item).length + 1;
+      if (items.length > 0 && bytes > destination.limits.maxBytes) break;
+      items.push(item);
+    }
+    const first = docs[0];
+    if (!first) return null;
+    return { streamId: this.doc._id, tenant: this.doc.tenant, first: from, last: from + items.length - 1, items, receivedAt: first.received_at, checkpoint: { size: checkpoint.size, note: checkpoint.note } };
+  }
+
+  private async delivered(progress: StreamProgressDoc, batch: DeliveryBatch): Promise<StreamProgressDoc> {
+    const now = this.clock.now();
+    const next: StreamProgressDoc = { ...progress, delivered_seq: batch.last, last_delivery_at: now, failing_since: null, failing: false, history: bump(progress.history, now, batch.items.length, 0) };
+    await this.save(next);
+    return next;
+  }
+
+  private async failed(progress: StreamProgressDoc, failure: DeliveryError, failures: number): Promise<StreamProgressDoc> {
+    const now = this.clock.now();
+    const since = progress.failing_since ?? now;
+    const next: StreamProgressDoc = {
+      ...progress,
+      last_error: `${now.toISOString()} ${failure.message}`.slice(0, 500),
+      failing_since: since,
+      failing: now.getTime() - since.getTime() >= this.options.failingAfterMs,
+      history: bump(progress.history, now, 0, 1),
+    };
+    if (next.failing && !progress.failing) this.log.warn({ error: failure.message, failures }, 'stream marked failing: its destination has refused or been unreachable past the limit');
+    await this.save(next);
+    return next;
+  }
+
+  /** Saves progress; a save that fails is retried with the next one (the events are then delivered again: at least once). */
+  private async save(progress: StreamProgressDoc): Promise<void> {
+    try {
+      await this.store.saveProgress(progress);
+    } catch (error) {
+      this.log.warn({ error: String(error) }, 'could not save the stream\'s progress');
+    }
+  }
+}
+
+/** Adds to this minute's counts, dropping minutes older than an hour. */
+function bump(history: StreamProgressDoc['history'], now: Date, delivered: number, failed: number): StreamProgressDoc['history'] {
+  const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
+  const kept = history.filter((h) => now.getTime() - h.minute.getTime() < HISTORY_MINUTES * 60_000);
+  const last = kept[kept.length - 1];
+  if (last && last.minute.getTime() === minute.getTime()) return [...kept.slice(0, -1), { minute, delivered: last.delivered + delivered, failed: last.failed + failed }];
+  return [...kept, { minute, delivered, failed }];
+}

@@ -1,0 +1,70 @@
+/**
+ * Log streams: under /v1 with an API key (and over tRPC), and for the dashboard with a session. Both
+ * call the same service with the same schemas; only the way in differs.
+ */
+import { z } from 'zod';
+import { ZCreatedStream, ZCreateStreamInput, ZStream, ZStreamIdInput, ZStreamList, ZStreamTestResult } from '../../domain/stream';
+import { apiKeyProcedure, sessionProcedure } from '../init';
+
+const AUTH = { 401: 'Missing or invalid API key' };
+const ONE = { ...AUTH, 400: 'Invalid stream id', 404: 'Stream not found' };
+const ZDeleted = z.object({ deleted: z.literal(true) });
+
+export const createStream = apiKeyProcedure
+  .meta({
+    openapi: {
+      method: 'POST', path: '/streams', tags: ['streams'], summary: 'Create a log stream',
+      description: 'Delivers the organization\'s events, in sequence order, with their ledger receipts, to a webhook, S3-compatible storage, Splunk HEC or Datadog Logs. Secrets are write-only; a webhook\'s signing secret is in this answer only.',
+      errorResponses: { ...AUTH, 400: 'Invalid destination, format or start', 409: 'STREAM_LIMIT_REACHED: the organization has the most streams it may have', 413: 'Body over 1 MiB', 415: 'Content-Type is not application/json' },
+    },
+    successStatus: 201,
+  })
+  .input(ZCreateStreamInput)
+  .output(ZCreatedStream)
+  .mutation(({ ctx, input }) => ctx.services.streams.create(ctx.principal, input));
+
+export const listStreams = apiKeyProcedure
+  .meta({ openapi: { method: 'GET', path: '/streams', tags: ['streams'], summary: 'The organization\'s log streams, with state and lag', errorResponses: AUTH } })
+  .input(z.object({}))
+  .output(ZStreamList)
+  .query(({ ctx }) => ctx.services.streams.list(ctx.principal));
+
+export const getStream = apiKeyProcedure
+  .meta({ openapi: { method: 'GET', path: '/streams/{id}', tags: ['streams'], summary: 'One log stream', errorResponses: ONE } })
+  .input(ZStreamIdInput)
+  .output(ZStream)
+  .query(({ ctx, input }) => ctx.services.streams.get(ctx.principal, input.id));
+
+export const pauseStream = apiKeyProcedure
+  .meta({ openapi: { method: 'POST', path: '/streams/{id}/pause', tags: ['streams'], summary: 'Pause a stream (it keeps its place)', errorResponses: ONE } })
+  .input(ZStreamIdInput)
+  .output(ZStream)
+  .mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, true));
+
+export const resumeStream = apiKeyProcedure
+  .meta({ openapi: { method: 'POST', path: '/streams/{id}/resume', tags: ['streams'], summary: 'Resume a paused stream from where it stopped', errorResponses: ONE } })
+  .input(ZStreamIdInput)
+  .output(ZStream)
+  .mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, false));
+
+export const testStream = apiKeyProcedure
+  .meta({ openapi: { method: 'POST', path: '/streams/{id}/test', tags: ['streams'], summary: 'Send one test item (not an event of the log) to the destination, and say what it answered', errorResponses: ONE } })
+  .input(ZStreamIdInput)
+  .output(ZStreamTestResult)
+  .mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id));
+
+export const deleteStream = apiKeyProcedure
+  .meta({ openapi: { method: 'DELETE', path: '/streams/{id}', tags: ['streams'], summary: 'Delete a stream', errorResponses: ONE } })
+  .input(ZStreamIdInput)
+  .output(ZDeleted)
+  .mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id));
+
+/** The dashboard's Streams page: the same, with the session's organization. */
+export const sessionStreams = {
+  list: sessionProcedure.output(ZStreamList).query(({ ctx }) => ctx.services.streams.list(ctx.principal)),
+  create: sessionProcedure.input(ZCreateStreamInput).output(ZCreatedStream).mutation(({ ctx, input }) => ctx.services.streams.create(ctx.principal, input)),
+  pause: sessionProcedure.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, true)),
+  resume: sessionProcedure.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, false)),
+  test: sessionProcedure.input(ZStreamIdInput).output(ZStreamTestResult).mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id)),
+  remove: sessionProcedure.input(ZStreamIdInput).output(ZDeleted).mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id)),
+};
