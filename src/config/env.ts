@@ -53,7 +53,7 @@ const ZEnv = z.object({
   STREAM_POLL_MS: positive.min(50).max(600_000).default(1000),
   STREAM_FAILING_AFTER_MS: positive.default(10 * 60_000),
   STREAM_MAX_BACKOFF_MS: positive.min(100).default(5 * 60_000),
-  STREAM_CONCURRENCY: positive.max(256).default(8),
+  STREAM_CONCURRENCY: positive.max(1024).default(64),
   STREAM_TIMEOUT_MS: positive.min(100).max(600_000).default(30_000),
   STREAM_ALLOW_PRIVATE_DESTINATIONS: z.enum(['true', 'false']).default('false'),
 });

@@ -17,7 +17,7 @@
  * the receiver may then see a batch twice, never a gap.
  *
  * Bounded whatever the backlog: one batch per stream in memory, at most `concurrency` sends at once per
- * instance, and the outbound agents' socket limit.
+ * instance and two per organization (SendSlots), and the outbound agents' socket limit.
  */
 import type { Logger } from 'pino';
 import type { StreamDoc, StreamProgressDoc } from '../db/documents';
@@ -68,32 +68,61 @@ export function destinationOf(http: OutboundHttp, destination: TStreamDestinatio
   }
 }
 
-/** A counting semaphore: sends in flight per instance. */
-class Slots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-  constructor(size: number) {
-    this.free = size;
+/**
+ * Sends in flight on this instance: at most `size` in all and `perTenant` per organization, granted in
+ * arrival order among the eligible, so destinations that hang (up to the timeout each, then backing off)
+ * hold a few places of their own organization's and cannot take every place from the others.
+ */
+export class SendSlots {
+  private inUse = 0;
+  private readonly byTenant = new Map<string, number>();
+  private readonly waiting: { tenant: string; grant: () => void }[] = [];
+
+  constructor(
+    private readonly size: number,
+    private readonly perTenant: number,
+  ) {}
+
+  private eligible(tenant: string): boolean {
+    return this.inUse < this.size && (this.byTenant.get(tenant) ?? 0) < this.perTenant;
   }
-  async take(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
+
+  private grant(tenant: string): void {
+    this.inUse++;
+    this.byTenant.set(tenant, (this.byTenant.get(tenant) ?? 0) + 1);
+  }
+
+  async take(tenant: string): Promise<void> {
+    // Whenever a place is given back it goes to the first eligible waiter, so one eligible now jumps no one.
+    if (this.eligible(tenant)) {
+      this.grant(tenant);
       return;
     }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    await new Promise<void>((resolve) => this.waiting.push({ tenant, grant: resolve }));
   }
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
+
+  give(tenant: string): void {
+    this.inUse--;
+    const left = (this.byTenant.get(tenant) ?? 1) - 1;
+    if (left > 0) this.byTenant.set(tenant, left);
+    else this.byTenant.delete(tenant);
+    const next = this.waiting.findIndex((w) => this.eligible(w.tenant));
+    if (next === -1) return;
+    const [waiter] = this.waiting.splice(next, 1);
+    if (!waiter) return;
+    this.grant(waiter.tenant);
+    waiter.grant();
   }
 }
+
+/** Sends in flight per organization on one instance. */
+const SENDS_PER_TENANT = 2;
 
 export class StreamDeliverer {
   readonly stats: StreamStats = { running: 0, batches: 0, events: 0, failures: 0 };
   readonly http: OutboundHttp;
   private readonly runs = new Map<string, StreamRun>();
-  private readonly slots: Slots;
+  private readonly slots: SendSlots;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | null = null;
   private stopped = true;
@@ -108,7 +137,7 @@ export class StreamDeliverer {
     private readonly log: Logger,
   ) {
     this.http = new OutboundHttp({ allowPrivate: options.allowPrivate, timeoutMs: options.timeoutMs, maxSockets: Math.max(options.concurrency * 2, 8) });
-    this.slots = new Slots(options.concurrency);
+    this.slots = new SendSlots(options.concurrency, SENDS_PER_TENANT);
   }
 
   start(): void {
@@ -169,11 +198,11 @@ export class StreamDeliverer {
   }
 
   async send(destination: Destination, batch: DeliveryBatch): Promise<void> {
-    await this.slots.take();
+    await this.slots.take(batch.tenant);
     try {
       await destination.send(batch);
     } finally {
-      this.slots.give();
+      this.slots.give(batch.tenant);
     }
   }
 
