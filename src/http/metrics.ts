@@ -4,6 +4,7 @@ import type { IngestStats } from '../ingest/ingest';
 import type { IdempotencyStats } from '../services/idempotency';
 import type { Services } from '../services/container';
 import type { Witnesses } from '../ledger/witnesses';
+import type { StreamStats } from '../streams/deliverer';
 
 /** The services' plain counters, read when metrics are scraped. */
 export interface ServiceStats {
@@ -13,6 +14,8 @@ export interface ServiceStats {
   audit: Services['ledgerAudit']['stats'];
   /** Submissions to the installation log's witnesses by outcome, and the alarms raised (null: no witnesses). */
   witnesses: Witnesses['counts'] | null;
+  /** Log streams this instance delivers. */
+  streams: StreamStats;
 }
 
 export interface Metrics {
@@ -52,6 +55,11 @@ export function createMetrics(options: { defaultMetrics: boolean; stats: () => S
   gauge('ledger_integration_failures_total', 'Ledger integration rounds that failed (retried at the next interval)', (s) => s.ledger.failures);
   gauge('ledger_conflicts_total', 'Times an organization\'s log halted because its stored ledger state disagreed with what was signed, or was missing (run ledger audit)', (s) => s.ledger.conflicts);
   gauge('ledger_halted_organizations', 'Organizations whose log this instance will not sign until an operator runs ledger reseal', (s) => s.ledger.halted);
+  gauge('streams_running', 'Log streams this instance delivers now', (s) => s.streams.running);
+  gauge('stream_batches_delivered_total', 'Stream batches a destination acknowledged (from this instance)', (s) => s.streams.batches);
+  gauge('stream_events_delivered_total', 'Events in those batches', (s) => s.streams.events);
+  gauge('stream_delivery_failures_total', 'Stream sends that failed (retried with backoff)', (s) => s.streams.failures);
+  gauge('streams_failing', 'Streams of this instance whose destination has failed past the limit', (s) => s.streams.failing);
   gauge('ledger_audit_runs_total', 'Background audits completed', (s) => s.audit.runs);
   gauge('ledger_audit_findings_total', 'Events or ledger records found changed by the background audit', (s) => s.audit.findings);
   return {

@@ -48,6 +48,8 @@ export function backoffMs(failures: number, maxMs: number, random = Math.random)
 /** Counts for the metrics, bumped as deliveries end. */
 export interface StreamStats {
   running: number;
+  /** Streams run here now that are marked failing. */
+  failing: number;
   batches: number;
   events: number;
   failures: number;
@@ -119,7 +121,7 @@ export class SendSlots {
 const SENDS_PER_TENANT = 2;
 
 export class StreamDeliverer {
-  readonly stats: StreamStats = { running: 0, batches: 0, events: 0, failures: 0 };
+  readonly stats: StreamStats = { running: 0, failing: 0, batches: 0, events: 0, failures: 0 };
   readonly http: OutboundHttp;
   private readonly runs = new Map<string, StreamRun>();
   private readonly slots: SendSlots;
@@ -189,6 +191,7 @@ export class StreamDeliverer {
       run.start();
     }
     this.stats.running = this.runs.size;
+    this.stats.failing = [...this.runs.values()].filter((run) => run.failing).length;
   }
 
   /** The destination of a stream, with its secrets opened. */
@@ -214,6 +217,8 @@ export class StreamDeliverer {
 
 /** One stream's delivery loop on this instance. */
 class StreamRun {
+  /** Whether the stream's last saved progress marks it failing. */
+  failing = false;
   private stopped = false;
   private wake: (() => void) | null = null;
   private done: Promise<void> = Promise.resolve();
@@ -343,6 +348,7 @@ class StreamRun {
 
   /** Saves progress; a save that fails is retried with the next one (the events are then delivered again: at least once). */
   private async save(progress: StreamProgressDoc): Promise<void> {
+    this.failing = progress.failing;
     try {
       await this.store.saveProgress(progress);
     } catch (error) {

@@ -88,6 +88,8 @@ export async function startTestApp(options: {
   ledgerLogsPerRound?: number;
   /** Settings as environment variables, over the test defaults (streams may reach loopback, and scan often). */
   env?: Record<string, string>;
+  /** Whether this app delivers log streams (default yes; no where server processes on its database do). */
+  deliverStreams?: boolean;
   /** The installation log's witnesses (LEDGER_WITNESS_POLICY, parsed). */
   witnessPolicy?: Policy;
 }): Promise<TestApp> {
@@ -111,7 +113,7 @@ export async function startTestApp(options: {
   const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200, logsPerRound: options.ledgerLogsPerRound, witnessPolicy: options.witnessPolicy ?? null };
   const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
   services.integrator.start();
-  services.streamDelivery.start();
+  if (options.deliverStreams !== false) services.streamDelivery.start();
   const http = createHttpApp(services, options.http);
   const { server, url } = await listenOnFreePort(http.listener);
 

@@ -16,7 +16,7 @@ export interface Received {
 }
 
 /** How the receiver answers: acknowledge, refuse with a status (and Retry-After), or hang until the sender gives up. */
-export type ReceiverMode = { kind: 'ok' } | { kind: 'status'; status: number; retryAfter?: string } | { kind: 'hang' };
+export type ReceiverMode = { kind: 'ok' } | { kind: 'status'; status: number; retryAfter?: string } | { kind: 'hang' } | { kind: 'slow'; ms: number };
 
 export class Receiver {
   readonly accepted: Received[] = [];
@@ -55,6 +55,7 @@ export class Receiver {
     const received: Received = { headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])), body: Buffer.concat(chunks).toString('utf8') };
     const mode = this.mode;
     if (mode.kind === 'hang') return;
+    if (mode.kind === 'slow') await new Promise((resolve) => setTimeout(resolve, mode.ms));
     if (mode.kind === 'status') {
       this.refused.push(received);
       res.writeHead(mode.status, mode.retryAfter ? { 'retry-after': mode.retryAfter } : {});
