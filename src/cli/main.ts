@@ -9,8 +9,9 @@ import { type Command, flag, type Output, UsageError, type Values } from './comm
 import { adminCommands } from './commands/admin';
 import { clientCommands } from './commands/client';
 import { witnessCommands } from './commands/witness';
+import { streamCommands } from './commands/stream';
 
-const COMMANDS: readonly Command[] = [...adminCommands, ...clientCommands, ...witnessCommands];
+const COMMANDS: readonly Command[] = [...adminCommands, ...clientCommands, ...streamCommands, ...witnessCommands];
 const COMMON = { json: flag, help: { type: 'boolean', short: 'h' } } as const;
 
 function usage(): string {
