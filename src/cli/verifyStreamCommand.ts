@@ -57,7 +57,7 @@ function itemOf(value: Record<string, unknown>): { event: unknown; receipt: { le
   return { event: source.event, receipt: { leaf_index: receipt.leaf_index, event_sha256: receipt.event_sha256 } };
 }
 
-export async function runVerifyStream(options: { verifierKey: string; dir: string }): Promise<StreamVerifySummary> {
+export async function runVerifyStream(options: { verifierKey: string; dir: string; checkpoint?: string | undefined }): Promise<StreamVerifySummary> {
   const verifier = parseVerifierKey(options.verifierKey);
   const verdicts: Verdict[] = [];
   const failures: string[] = [];
@@ -124,6 +124,20 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       hashes.set(seq, hash);
     }
   }
+  // A checkpoint fetched apart from the delivery (GET /v1/ledger/checkpoint): the delivery must reach it,
+  // so objects deleted from the end are caught too, which nothing inside the delivery can show.
+  let required = 0;
+  if (options.checkpoint) {
+    try {
+      const signed = parseCheckpoint(openNote(readFileSync(options.checkpoint, 'utf8'), verifier));
+      const seen = checkpoints.get(signed.size);
+      if (seen !== undefined && seen !== toBase64(signed.root)) record(false, `the given checkpoint of size ${signed.size} differs from the delivered one: a forked log`);
+      checkpoints.set(signed.size, toBase64(signed.root));
+      required = signed.size;
+    } catch (error) {
+      record(false, `the given checkpoint is not signed by ${verifier.name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
   const seqs = [...hashes.keys()].sort((a, b) => a - b);
   const first = seqs[0] ?? null;
   const last = seqs.at(-1) ?? null;
@@ -147,5 +161,6 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       else if (verifiedSize < last) verdicts.push({ ok: true, check: `events ${verifiedSize + 1}–${last} are hashed and in order; the checkpoints delivered with them reach further than the delivery so far` });
     }
   }
+  if (required > 0) record(verifiedSize >= required, verifiedSize >= required ? `the delivery reaches the given checkpoint of size ${required}` : `the delivery stops before the given checkpoint of size ${required} (verified up to ${verifiedSize}): events are missing from its end`);
   return { ok: failures.length === 0, organization, events: seqs.length, repeats, first_seq: first, last_seq: last, verified_size: verifiedSize, failures, verdicts };
 }

@@ -112,12 +112,12 @@ export const streamCommands: Command[] = [
   {
     words: 'stream verify',
     summary: 'check a directory of delivered stream objects offline against the signed checkpoints (exit 1 on any failure)',
-    synopsis: '--verifier-key VKEY DIR',
-    details: 'DIR holds what the stream delivered: an S3 stream\'s .jsonl.gz objects as downloaded, or .jsonl files of webhook batches (one item per line and the batch\'s audit_ledger_checkpoint line).',
-    options: { 'verifier-key': str },
+    synopsis: '--verifier-key VKEY [--checkpoint FILE] DIR',
+    details: 'DIR holds what the stream delivered: an S3 stream\'s .jsonl.gz objects as downloaded, or .jsonl files of webhook batches (one item per line and the batch\'s audit_ledger_checkpoint line). --checkpoint FILE: a signed checkpoint got apart from the delivery (the `checkpoint` of GET /v1/ledger/checkpoint) that the delivery must reach, so that objects deleted from its end are caught too.',
+    options: { 'verifier-key': str, checkpoint: str },
     positionals: { min: 1, max: 1 },
     async run(values, [dir]) {
-      const summary = await runVerifyStream({ verifierKey: need(values, 'verifier-key'), dir: dir ?? '' });
+      const summary = await runVerifyStream({ verifierKey: need(values, 'verifier-key'), dir: dir ?? '', checkpoint: opt(values, 'checkpoint') });
       const verdict = !summary.ok
         ? 'NOT VERIFIED'
         : summary.verified_size > 0
