@@ -37,8 +37,11 @@ DECLARE
   field text;
 BEGIN
   FOREACH field IN ARRAY audit_ledger_gin_fields(tbl) LOOP
-    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I USING gin ((_jsonb->%L) jsonb_path_ops)',
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I USING gin ((_jsonb->%L) jsonb_path_ops) WITH (fastupdate = off)',
                    left(tbl, 40) || '_gin' || replace(field, '_', ''), schema_name, tbl, field);
+    -- Indexes made before this setting: the same. With fastupdate on, new entries wait in a pending list
+    -- that every search scans linearly: after a burst of inserts a point read took 40 ms instead of 0.05.
+    EXECUTE format('ALTER INDEX %I.%I SET (fastupdate = off)', schema_name, left(tbl, 40) || '_gin' || replace(field, '_', ''));
   END LOOP;
 END
 $$;
