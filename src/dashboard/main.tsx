@@ -16,6 +16,7 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { SignupPage } from './pages/SignupPage';
 import { LedgerPage } from './pages/LedgerPage';
 import { UsagePage } from './pages/UsagePage';
+import { StreamsPage } from './pages/StreamsPage';
 import './styles.css';
 
 /** A session that ended (logout elsewhere, expiry) sends the person to the sign-in page from wherever they are. */
@@ -48,6 +49,7 @@ const router = createBrowserRouter([
       { path: 'keys', element: <KeysPage /> },
       { path: 'usage', element: <UsagePage /> },
       { path: 'ledger', element: <LedgerPage /> },
+      { path: 'streams', element: <StreamsPage /> },
     ],
   },
   { path: '*', element: <NotFoundPage /> },

@@ -11,6 +11,7 @@ const NAV = [
   { to: '/keys', label: 'API keys' },
   { to: '/usage', label: 'Usage' },
   { to: '/ledger', label: 'Ledger' },
+  { to: '/streams', label: 'Streams' },
 ];
 
 export function Layout() {
