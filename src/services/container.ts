@@ -31,6 +31,7 @@ import { StreamService } from './streams';
 import { StreamStore } from '../db/streamStore';
 import { StreamDeliverer } from '../streams/deliverer';
 import { SecretBox } from '../streams/secretBox';
+import { EventSource } from '../streams/eventSource';
 
 export interface Services {
   db: Db;
@@ -90,16 +91,20 @@ export async function createServices(
   if (witnesses) witnesses.onAlarm = (reason) => { integrator.haltInstallation(reason); };
   // Instances authenticate each other with a key derived from the signing key file they share.
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
-  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => { integrator.stored(docs); }, config.ingestCommitDelayMs);
+  // FerretDB reads a whole organization for a range of sequence numbers; point reads reach its GIN index.
+  const buildInfo = await db.command({ buildInfo: 1 });
+  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string');
+  const streamEvents = new EventSource(streamStore);
+  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => {
+    integrator.stored(docs);
+    streamEvents.add(docs);
+  }, config.ingestCommitDelayMs);
   const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;
   const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
   const events = new EventService(stores, ingest, idempotent, clock, integrator, limits);
-  // FerretDB reads a whole organization for a range of sequence numbers; point reads reach its GIN index.
-  const buildInfo = await db.command({ buildInfo: 1 });
-  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string');
   const box = SecretBox.fromSigner(config.ledger?.signer ?? null);
-  const streamDelivery = new StreamDeliverer(streamStore, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
+  const streamDelivery = new StreamDeliverer(streamStore, streamEvents, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
   return {
     db,

@@ -87,7 +87,7 @@ export class StreamService {
     const now = this.clock.now();
     const item = { test: true, stream_id: doc._id, message: 'Audit Ledger test delivery: not an event of the log', sent_at: now.toISOString() };
     try {
-      await this.deliverer.send(this.deliverer.destination(doc), { streamId: doc._id, tenant: doc.tenant, first: 0, last: 0, items: [item], receivedAt: now, checkpoint: null });
+      await this.deliverer.send(this.deliverer.destination(doc), { streamId: doc._id, tenant: doc.tenant, first: 0, last: 0, items: [JSON.stringify(item)], times: [now.getTime()], receivedAt: now, checkpoint: null });
       return { ok: true, status: null, error: null };
     } catch (error) {
       const failure = error instanceof DeliveryError ? error : new DeliveryError(error instanceof Error ? error.message : String(error));

@@ -5,8 +5,10 @@ export interface DeliveryBatch {
   /** Sequence numbers of the first and the last event (0 and 0 for a test delivery). */
   first: number;
   last: number;
-  /** The events in the stream's format, in sequence order. */
-  items: Record<string, unknown>[];
+  /** The events in the stream's format as JSON text, in sequence order (made once, sent as they are). */
+  items: string[];
+  /** Each event's own timestamp (ms since the epoch), where a destination wants it beside the event. */
+  times: number[];
   /** When the first event was received (an S3 object's date). */
   receivedAt: Date;
   /** The newest signed checkpoint of the organization's log, which includes every event of the batch. */

@@ -21,7 +21,6 @@
  */
 import type { Logger } from 'pino';
 import type { StreamDoc, StreamProgressDoc } from '../db/documents';
-import { eventSha256OfDoc, toEvent } from '../db/documents';
 import type { StreamStore } from '../db/streamStore';
 import type { Clock } from '../domain/time';
 import type { StreamOptions, TStreamDestinationInput } from '../domain/stream';
@@ -35,6 +34,7 @@ import { SplunkDestination } from './destinations/splunk';
 import { WebhookDestination } from './destinations/webhook';
 import { type DeliveryError, OutboundHttp, toDeliveryError } from './outboundHttp';
 import type { SecretBox } from './secretBox';
+import type { EventSource } from './eventSource';
 
 const HISTORY_MINUTES = 60;
 const FIRST_BACKOFF_MS = 1000;
@@ -131,6 +131,8 @@ export class StreamDeliverer {
 
   constructor(
     private readonly store: StreamStore,
+    /** Events for the runs: recently stored or read, else from the database. */
+    readonly events: EventSource,
     private readonly ledger: LedgerReader,
     private readonly instances: Instances,
     private readonly box: SecretBox,
@@ -308,20 +310,22 @@ class StreamRun {
     const checkpoint = await this.ledger.of(this.doc.tenant).newest();
     if (!checkpoint || checkpoint.size <= progress.delivered_seq) return null;
     const from = progress.delivered_seq + 1;
-    const docs = await this.store.eventsBetween(this.doc.tenant, from, Math.min(checkpoint.size, progress.delivered_seq + destination.limits.maxEvents));
+    const docs = await this.owner.events.between(this.doc.tenant, from, Math.min(checkpoint.size, progress.delivered_seq + destination.limits.maxEvents));
     if (docs.length === 0) return null;
     const loggedAt = this.clock.now();
-    const items: Record<string, unknown>[] = [];
+    const items: string[] = [];
+    const times: number[] = [];
     let bytes = 2;
     for (const event of docs) {
-      const item = formatItem(this.doc.format, { event: toEvent(event), receipt: { leaf_index: event.seq - 1, event_sha256: eventSha256OfDoc(event) } }, this.doc.tenant, loggedAt);
-      bytes += JSON.stringify(item).length + 1;
+      const item = this.doc.format === 'json' ? this.owner.events.jsonItem(event) : JSON.stringify(formatItem(this.doc.format, this.owner.events.item(event), this.doc.tenant, loggedAt));
+      bytes += item.length + 1;
       if (items.length > 0 && bytes > destination.limits.maxBytes) break;
       items.push(item);
+      times.push(event.ts.getTime());
     }
     const first = docs[0];
     if (!first) return null;
-    return { streamId: this.doc._id, tenant: this.doc.tenant, first: from, last: from + items.length - 1, items, receivedAt: first.received_at, checkpoint: { size: checkpoint.size, note: checkpoint.note } };
+    return { streamId: this.doc._id, tenant: this.doc.tenant, first: from, last: from + items.length - 1, items, times, receivedAt: first.received_at, checkpoint: { size: checkpoint.size, note: checkpoint.note } };
   }
 
   private async delivered(progress: StreamProgressDoc, batch: DeliveryBatch): Promise<StreamProgressDoc> {

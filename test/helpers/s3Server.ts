@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { ROOT } from './processes';
+const ROOT = join(__dirname, '..', '..');
 
 const run = promisify(execFile);
 

@@ -27,7 +27,11 @@ export class Receiver {
   private server: Server | null = null;
   private port = 0;
 
-  constructor(private readonly check: (req: Received) => string | null) {}
+  constructor(
+    private readonly check: (req: Received) => string | null,
+    /** Until this says yes (a test has not read the stream's secret yet), requests get 503 and are not recorded. */
+    private readonly ready: () => boolean = () => true,
+  ) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -55,6 +59,11 @@ export class Receiver {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const received: Received = { headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])), body: Buffer.concat(chunks).toString('utf8') };
+    if (!this.ready()) {
+      res.writeHead(503, { 'retry-after': '0' });
+      res.end('not ready');
+      return;
+    }
     const mode = this.mode;
     if (mode.kind === 'hang') return;
     if (mode.kind === 'slow') await new Promise((resolve) => setTimeout(resolve, mode.ms));
@@ -87,7 +96,7 @@ export function webhookReceiver(secret: () => string): Receiver {
     }
     if (headers['content-type'] !== 'application/json') return 'content-type';
     return Array.isArray(JSON.parse(body)) ? null : 'the body is not a JSON array';
-  });
+  }, () => secret() !== '');
 }
 
 /** The events (items) of every accepted webhook batch, in arrival order. */

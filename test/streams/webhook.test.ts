@@ -63,7 +63,7 @@ test('every event, in sequence order, each as GET returns it with a receipt that
     const res = await call(`${app.url}/v1/streams/${id}`, { key: org.key });
     return res.body.delivered_seq === 400 && res.body;
   });
-  expect(view).toMatchObject({ state: 'active', lag_events: 0, lag_seconds: null, last_error: null, format: 'json', destination: { type: 'webhook' } });
+  expect(view).toMatchObject({ state: 'active', lag_events: 0, lag_seconds: null, failing_since: null, format: 'json', destination: { type: 'webhook' } });
   expect(view.history.reduce((n: number, h: { delivered: number }) => n + h.delivered, 0)).toBe(400);
   await receiver.stop();
 });

@@ -56,7 +56,7 @@ test('OCSF activities from the action\'s last word', () => {
 });
 
 test('S3 keys sort by sequence within a day, under the prefix and the organization', () => {
-  const batch = (first: number, last: number) => ({ streamId: 's', tenant: 'org_1', first, last, items: [], receivedAt: new Date('2026-11-25T23:59:59Z'), checkpoint: null });
+  const batch = (first: number, last: number) => ({ streamId: 's', tenant: 'org_1', first, last, items: [], times: [], receivedAt: new Date('2026-11-25T23:59:59Z'), checkpoint: null });
   expect(objectKey('audit/', batch(1, 500))).toBe('audit/org_1/2026/11/25/000000000001-000000000500.jsonl.gz');
   const keys = [batch(9, 10), batch(1001, 2000), batch(11, 1000)].map((b) => objectKey('', b));
   expect([...keys].sort()).toEqual([keys[0], keys[2], keys[1]]);

@@ -19,16 +19,16 @@ export class DatadogDestination implements Destination {
   ) {}
 
   async send(batch: DeliveryBatch): Promise<void> {
-    const entry = (message: unknown, ddsource: string) => ({
+    const entry = (message: string, ddsource: string) => ({
       ddsource,
       ddtags: [`audit_ledger_org:${batch.tenant}`, this.config.tags].filter(Boolean).join(','),
       hostname: 'audit-ledger',
       service: this.config.service ?? 'audit-ledger',
-      message: JSON.stringify(message),
+      message,
     });
     const entries = batch.items.map((item) => entry(item, 'audit-ledger'));
     const checkpoint = checkpointRecord(batch);
-    if (checkpoint) entries.push(entry(checkpoint, 'audit-ledger-checkpoint'));
+    if (checkpoint) entries.push(entry(JSON.stringify(checkpoint), 'audit-ledger-checkpoint'));
     const url = `${this.config.url.replace(/\/+$/, '')}/api/v2/logs`;
     await this.http.request('POST', url, { 'dd-api-key': this.apiKey, 'content-type': 'application/json' }, Buffer.from(JSON.stringify(entries)));
   }

@@ -54,7 +54,7 @@ export class S3Destination implements Destination {
   }
 
   async send(batch: DeliveryBatch): Promise<void> {
-    const lines = batch.items.map((item) => JSON.stringify(item));
+    const lines = [...batch.items];
     const checkpoint = checkpointRecord(batch);
     if (checkpoint) lines.push(JSON.stringify(checkpoint));
     const body = gzipSync(`${lines.join('\n')}\n`);

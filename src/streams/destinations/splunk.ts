@@ -18,25 +18,15 @@ export class SplunkDestination implements Destination {
   ) {}
 
   async send(batch: DeliveryBatch): Promise<void> {
-    const envelope = (event: unknown, sourcetype: string, time: number) => JSON.stringify({
-      time,
-      host: 'audit-ledger',
-      source: `audit-ledger:${batch.tenant}`,
-      sourcetype,
-      ...(this.config.index && { index: this.config.index }),
-      event,
-    });
-    const lines = batch.items.map((item) => envelope(item, this.config.sourcetype ?? 'audit_ledger:event', timeOf(item)));
+    // The event goes in as the JSON text it already is; the envelope's fields around it.
+    const envelope = (event: string, sourcetype: string, time: number) => {
+      const fields = JSON.stringify({ time, host: 'audit-ledger', source: `audit-ledger:${batch.tenant}`, sourcetype, ...(this.config.index && { index: this.config.index }) });
+      return `${fields.slice(0, -1)},"event":${event}}`;
+    };
+    const lines = batch.items.map((item, i) => envelope(item, this.config.sourcetype ?? 'audit_ledger:event', (batch.times[i] ?? Date.now()) / 1000));
     const checkpoint = checkpointRecord(batch);
-    if (checkpoint) lines.push(envelope(checkpoint, 'audit_ledger:checkpoint', Date.now() / 1000));
+    if (checkpoint) lines.push(envelope(JSON.stringify(checkpoint), 'audit_ledger:checkpoint', Date.now() / 1000));
     const url = `${this.config.url.replace(/\/+$/, '')}/services/collector/event`;
     await this.http.request('POST', url, { authorization: `Splunk ${this.token}`, 'content-type': 'application/json' }, Buffer.from(lines.join('\n')));
   }
-}
-
-/** An item's time in epoch seconds (milliseconds kept as the fraction): the event's own timestamp. */
-export function timeOf(item: Record<string, unknown>): number {
-  const event = (item.event ?? (item.unmapped as { event?: unknown } | undefined)?.event) as { timestamp?: string } | undefined;
-  const ms = event?.timestamp ? Date.parse(event.timestamp) : Date.now();
-  return ms / 1000;
 }

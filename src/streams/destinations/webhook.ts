@@ -30,7 +30,7 @@ export class WebhookDestination implements Destination {
   ) {}
 
   async send(batch: DeliveryBatch): Promise<void> {
-    const body = Buffer.from(JSON.stringify(batch.items));
+    const body = Buffer.from(`[${batch.items.join(',')}]`);
     const id = batch.first === 0 ? `msg_${batch.streamId}_test_${randomBytes(6).toString('hex')}` : `msg_${batch.streamId}_${batch.first}_${batch.last}`;
     const timestamp = Math.floor(this.now().getTime() / 1000);
     const headers: Record<string, string> = {
