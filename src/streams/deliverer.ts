@@ -37,6 +37,8 @@ import type { SecretBox } from './secretBox';
 import type { EventSource } from './eventSource';
 
 const HISTORY_MINUTES = 60;
+/** How long a stop waits for sends in flight before cutting them off. */
+const STOP_GRACE_MS = 1000;
 const FIRST_BACKOFF_MS = 1000;
 
 /** Wait before attempt `failures` + 1: full jitter over an exponential bound (AWS's "full jitter"). */
@@ -152,14 +154,22 @@ export class StreamDeliverer {
     this.timer.unref();
   }
 
-  /** Stops every run after its current send (a send in flight is not acknowledged twice: its progress is saved first). */
+  /**
+   * Stops every run: each ends after its current step, and a send still in flight after a second is cut
+   * off (its batch was not acknowledged, so whoever runs the stream next sends it again), so that a
+   * hanging destination cannot hold a shutdown for its whole timeout.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     await this.scanning;
-    await Promise.all([...this.runs.values()].map((run) => run.stop()));
-    this.runs.clear();
+    const runs = Promise.all([...this.runs.values()].map((run) => run.stop()));
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([runs, new Promise((resolve) => { grace = setTimeout(resolve, STOP_GRACE_MS); })]);
+    clearTimeout(grace);
     this.http.close();
+    await runs;
+    this.runs.clear();
   }
 
   /** Reads the streams now (the API calls it after a change, so a new stream starts without waiting for the next scan). */
@@ -248,6 +258,7 @@ class StreamRun {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => { this.wake = null; resolve(); }, ms);
       this.wake = () => { clearTimeout(timer); this.wake = null; resolve(); };
