@@ -1,6 +1,6 @@
 /** API keys: only the SHA-256 of a key is stored; the key itself exists once, in the creation answer. */
 import { randomUUID } from 'node:crypto';
-import { generateApiKey, newPublicId } from '../domain/apiKey';
+import { generateApiKey, newPublicId, type Scope, SCOPES, scopesOf } from '../domain/apiKey';
 import { mapLimited } from '../domain/limited';
 
 /** Point reads of one call in flight at once (src/domain/limited.ts). */
@@ -15,6 +15,7 @@ export interface ApiKeyView {
   organization_id: string;
   prefix: string;
   last4: string;
+  scopes: Scope[];
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
@@ -32,6 +33,7 @@ export function apiKeyView(doc: ApiKeyDoc): ApiKeyView {
     organization_id: doc.org_id,
     prefix: doc.prefix,
     last4: doc.last4,
+    scopes: [...scopesOf(doc)],
     created_at: doc.created_at.toISOString(),
     last_used_at: doc.last_used_at?.toISOString() ?? null,
     revoked_at: doc.revoked_at?.toISOString() ?? null,
@@ -46,7 +48,7 @@ export class OrgApiKeys {
     readonly orgId: string,
   ) {}
 
-  async create(name: string, now: Date): Promise<{ doc: ApiKeyDoc; key: string }> {
+  async create(name: string, now: Date, scopes: readonly Scope[] = SCOPES): Promise<{ doc: ApiKeyDoc; key: string }> {
     const generated = generateApiKey();
     const doc: ApiKeyDoc = {
       _id: generated.hash,
@@ -55,6 +57,7 @@ export class OrgApiKeys {
       name,
       prefix: generated.prefix,
       last4: generated.last4,
+      scopes: SCOPES.filter((scope) => scopes.includes(scope)),
       created_at: now,
       revoked_at: null,
       last_used_at: null,

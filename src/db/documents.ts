@@ -2,6 +2,7 @@
 import type { StreamDestination, StreamFormat } from '../domain/stream';
 import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
+import type { Scope } from '../domain/apiKey';
 import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
 import { eventSha256 } from '../domain/ledger/eventHash';
 
@@ -41,6 +42,8 @@ export interface ApiKeyDoc {
   name: string;
   prefix: string;
   last4: string;
+  /** What the key may do; absent on keys made before scopes existed, which may do everything (`scopesOf`). */
+  scopes?: Scope[];
   created_at: Date;
   revoked_at: Date | null;
   /**

@@ -6,6 +6,19 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'alk_';
+
+/**
+ * What an API key may do: `events:write` (create events, single or batch), `events:read` (get, list,
+ * export; and manage the organization's log streams, which export its events), `ledger:read`
+ * (checkpoints, proofs, tiles). A key made before scopes existed has all three.
+ */
+export const SCOPES = ['events:write', 'events:read', 'ledger:read'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** A key's scopes: those it was made with, or all of them for a key made before scopes existed. */
+export function scopesOf(doc: { scopes?: readonly Scope[] | undefined }): readonly Scope[] {
+  return doc.scopes ?? SCOPES;
+}
 const KEY_PATTERN = /^alk_[A-Za-z0-9_-]{43}$/;
 
 export interface GeneratedApiKey {

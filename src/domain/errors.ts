@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   NOT_SIGNED_IN: { status: 401, trpc: 'UNAUTHORIZED' },
   INVALID_CREDENTIALS: { status: 401, trpc: 'UNAUTHORIZED' },
   CROSS_SITE_REQUEST: { status: 403, trpc: 'FORBIDDEN' },
+  INSUFFICIENT_SCOPE: { status: 403, trpc: 'FORBIDDEN' },
   NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   API_KEY_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },

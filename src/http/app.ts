@@ -74,8 +74,8 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
     ctx.type = 'application/json';
     ctx.body = openapi;
   });
-  routes.get('/v1/events/export', exportRoute(services, metrics, apiKeyExportAuth(services)));
-  routes.get('/v1/ledger/proofs', proofsRoute(services, apiKeyExportAuth(services)));
+  routes.get('/v1/events/export', exportRoute(services, metrics, apiKeyExportAuth(services, 'events:read')));
+  routes.get('/v1/ledger/proofs', proofsRoute(services, apiKeyExportAuth(services, 'ledger:read')));
   // The dashboard's download: the same export, with the session cookie as the way in (never on /v1).
   routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services, secureCookies)));
   // The ledger is append-only: no interface changes or deletes an event.
@@ -88,7 +88,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   koa.use(rateLimitPerApiKey(services.limits, () => services.ingest.instances.share));
   koa.use(admitStrangers(services, services.limits, secureCookies));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
-  koa.use(tilesApi(services, apiKeyExportAuth(services), options.installationToken));
+  koa.use(tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken));
   koa.use(routes.routes());
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir));

@@ -11,18 +11,20 @@ import { loggableError } from '../db/errors';
 import { exportBody, EXPORT_CONTENT, LEDGER_TREE_SIZE_HEADER } from '../export/exportStream';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services/container';
-import { authError } from '../trpc/init';
+import { authError, requireScope } from '../trpc/init';
+import type { Scope } from '../domain/apiKey';
 import type { AppState } from './appState';
 import type { Metrics } from './metrics';
 
 /** Who is exporting; throws the surface's own 401 when nobody is. */
 export type ExportAuthenticator = (ctx: ParameterizedContext<AppState>) => Promise<Principal>;
 
-/** /v1's way in: the API key in `Authorization`. */
-export function apiKeyExportAuth(services: Services): ExportAuthenticator {
+/** /v1's way in: the API key in `Authorization`, with the scope the route needs. */
+export function apiKeyExportAuth(services: Services, scope: Scope): ExportAuthenticator {
   return async (ctx) => {
     const auth = await services.auth.authenticate(ctx.req.headers.authorization);
     if (auth.kind !== 'ok') throw authError(auth.kind, 'read');
+    requireScope(auth.principal, scope);
     return auth.principal;
   };
 }

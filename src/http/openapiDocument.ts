@@ -24,7 +24,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
   const doc = generateOpenApiDocument(appRouter, {
     title: 'Audit Ledger API',
     version: API_VERSION,
-    description: 'Record, read, list and export audit events. Every call needs `Authorization: Bearer <API key>`.',
+    description: 'Record, read, list and export audit events. Every call needs `Authorization: Bearer <API key>`, of a key with the scope the operation names (`events:write`, `events:read`, `ledger:read`; 403 INSUFFICIENT_SCOPE otherwise).',
     baseUrl: REST_PREFIX,
     securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'An API key: alk_ followed by 43 characters' } },
     defs: { Error: ZApiErrorBody },
@@ -36,7 +36,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
           description:
             'Streams all matching events, newest first, in one response (no pagination). CSV columns: id, timestamp, actor_id, actor_name, action, resource_type, resource_id, resource_name, organization_id; metadata is only in JSON.',
           tags: ['events'],
-          security: [{ Authorization: [] }],
+          security: [{ Authorization: ['events:read'] }],
           requestParams: { query: ZExportEventsInput },
           responses: {
             200: {
@@ -45,6 +45,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
             },
             400: { description: 'Invalid filter or format', content: errorContent },
             401: { description: 'Missing or invalid API key', content: errorContent },
+            403: { description: 'INSUFFICIENT_SCOPE: the API key lacks events:read', content: errorContent },
           },
         },
       },
@@ -55,12 +56,13 @@ export function buildOpenApiDocument(): OpenAPIObject {
           description:
             'Streams one checkpoint and, in the export\'s order, each event\'s leaf index and RFC 6962 inclusion path in that checkpoint\'s tree: the sidecar to keep beside a JSON export (`npx audit-ledger verify` checks both offline).',
           tags: ['ledger'],
-          security: [{ Authorization: [] }],
+          security: [{ Authorization: ['ledger:read'] }],
           requestParams: { query: ZProofsQuery },
           responses: {
             200: { description: 'The sidecar (Content-Disposition: attachment)', content: { 'application/json': { schema: ZProofsSidecar } } },
             400: { description: 'Invalid filter or tree_size', content: errorContent },
             401: { description: 'Missing or invalid API key', content: errorContent },
+            403: { description: 'INSUFFICIENT_SCOPE: the API key lacks ledger:read', content: errorContent },
             404: { description: 'No checkpoint of that size, or none yet', content: errorContent },
           },
         },
@@ -88,6 +90,11 @@ function normalize(doc: OpenAPIObject): OpenAPIObject {
     if (isObject(responses) && isObject(responses.responses) && op.successStatus !== 200) {
       responses.responses[String(op.successStatus)] = responses.responses['200'];
       delete responses.responses['200'];
+    }
+    // The key's scope this operation needs (OpenAPI 3.1 lets a bearer scheme's requirement name roles).
+    if (isObject(responses) && op.scope) {
+      responses.security = [{ Authorization: [op.scope] }];
+      if (isObject(responses.responses)) responses.responses['403'] = { description: `INSUFFICIENT_SCOPE: the API key lacks ${op.scope}` };
     }
   }
   for (const item of Object.values(doc.paths ?? {}) as Json[]) {

@@ -2,6 +2,7 @@
  * /v1 (mounted there by `app.ts`): the router's procedures as REST, through trpc-to-openapi's node
  * handler. A procedure's path and method are in its `meta.openapi`, its success status in `meta.successStatus`.
  */
+import type { Scope } from '../domain/apiKey';
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler, forEachOpenApiProcedure } from 'trpc-to-openapi';
@@ -26,11 +27,13 @@ export interface RestOperation {
   method: string;
   path: string;
   successStatus: number;
+  /** What an API key needs to call it. */
+  scope: Scope | undefined;
 }
 
 export const REST_OPERATIONS: RestOperation[] = [];
 forEachOpenApiProcedure<ProcedureMeta>(appRouter._def.procedures, ({ path, meta }) => {
-  REST_OPERATIONS.push({ procedure: path, method: meta.openapi.method, path: meta.openapi.path, successStatus: meta.successStatus ?? 200 });
+  REST_OPERATIONS.push({ procedure: path, method: meta.openapi.method, path: meta.openapi.path, successStatus: meta.successStatus ?? 200, scope: meta.scope });
 });
 const SUCCESS_STATUS = new Map(REST_OPERATIONS.map((op) => [op.procedure, op.successStatus]));
 

@@ -2,12 +2,17 @@
 import { z } from 'zod';
 import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
 import { text } from '../domain/text';
+import { type Scope, SCOPES } from '../domain/apiKey';
 import type { Clock } from '../domain/time';
 import { apiKeyView, type ApiKeyRepository, type ApiKeyView } from '../db/apiKeyRepository';
 import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
 
 export const ZApiKeyName = text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
-export const ZCreateApiKeyInput = z.strictObject({ name: ZApiKeyName });
+export const ZCreateApiKeyInput = z.strictObject({
+  name: ZApiKeyName,
+  /** What the key may do; all three when absent. */
+  scopes: z.array(z.enum(SCOPES)).min(1, 'Choose at least one scope').optional(),
+});
 export const ZRevokeApiKeyInput = z.strictObject({ id: text().min(1).max(100) });
 
 export class ApiKeyService {
@@ -18,8 +23,8 @@ export class ApiKeyService {
   ) {}
 
   /** Creates a key; the answer is the only place its value ever appears. */
-  async create(principal: SessionPrincipal, name: string): Promise<{ key: string; apiKey: ApiKeyView }> {
-    const { doc, key } = await this.keys.forOrg(principal.tenant).create(name, this.clock.now());
+  async create(principal: SessionPrincipal, name: string, scopes: readonly Scope[] = SCOPES): Promise<{ key: string; apiKey: ApiKeyView }> {
+    const { doc, key } = await this.keys.forOrg(principal.tenant).create(name, this.clock.now(), scopes);
     return { key, apiKey: apiKeyView(doc) };
   }
 

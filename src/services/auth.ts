@@ -8,13 +8,13 @@
  * event, yet a busy ingest path does not pay one lookup per request.
  */
 import type { Logger } from 'pino';
-import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/apiKey';
+import { bearerToken, hashApiKey, looksLikeApiKey, type Scope, scopesOf } from '../domain/apiKey';
 import { LAST_USED_GRANULARITY_MS, type ApiKeyRepository } from '../db/apiKeyRepository';
 import type { ApiKeyDoc } from '../db/documents';
 import type { Clock } from '../domain/time';
 
 /** A caller that holds an API key: the only kind that can write events. */
-export type ApiKeyPrincipal = { kind: 'apiKey'; tenant: string; keyId: string; keyHash: string };
+export type ApiKeyPrincipal = { kind: 'apiKey'; tenant: string; keyId: string; keyHash: string; scopes: readonly Scope[] };
 /** A person signed in to the dashboard (services/accounts.ts). */
 export type SessionPrincipal = { kind: 'session'; tenant: string; accountId: string; sessionHash: string };
 /** Whoever reads: everything a read needs is the tenant. */
@@ -64,7 +64,7 @@ export class ApiKeyAuthenticator {
     }
     if (purpose === 'write' && doc !== recent?.doc) this.remember(doc, now);
     this.recordUse(doc, now);
-    return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id, keyHash: doc._id } };
+    return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id, keyHash: doc._id, scopes: scopesOf(doc) } };
   }
 
   /** Drops a key from the write shortcut; the writer calls it when it finds a key revoked. */

@@ -6,11 +6,16 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
 import type { ApiKeyPrincipal, SessionPrincipal } from '../services/auth';
+import type { Scope } from '../domain/apiKey';
 import type { Context, WebContext } from './context';
 import { toAppError } from './errors';
 
 /** A procedure's meta: trpc-to-openapi's, and the status of a REST success when it is not 200. */
-export type ProcedureMeta = OpenApiMeta & { successStatus?: number };
+export type ProcedureMeta = OpenApiMeta & {
+  successStatus?: number;
+  /** What an API key needs to call it (every API-key procedure names one; sessions are not scoped). */
+  scope?: Scope;
+};
 
 const t = initTRPC
   .context<Context>()
@@ -48,11 +53,18 @@ export const publicProcedure = t.procedure.use(mapErrors);
  * Requires an API key. Writes and reads answer with different texts, as the spec's table says:
  * creation distinguishes a missing header from a bad key, every read says "Missing or invalid API key".
  */
-export const apiKeyProcedure = publicProcedure.use(({ ctx, type, next }) => {
+export const apiKeyProcedure = publicProcedure.use(({ ctx, type, meta, next }) => {
   if (ctx.auth.kind !== 'ok') throw authError(ctx.auth.kind, type === 'mutation' ? 'write' : 'read');
   const principal: ApiKeyPrincipal = ctx.auth.principal;
+  requireScope(principal, meta?.scope);
   return next({ ctx: { ...ctx, principal } });
 });
+
+/** 403 unless the key has `scope`; a procedure that names none is refused to every key (a mistake of ours, caught by the OpenAPI test). */
+export function requireScope(principal: ApiKeyPrincipal, scope: Scope | undefined): void {
+  if (scope === undefined) throw new AppError('INSUFFICIENT_SCOPE', 'This operation is not open to API keys');
+  if (!principal.scopes.includes(scope)) throw new AppError('INSUFFICIENT_SCOPE', `This API key lacks the scope ${scope}`);
+}
 
 /** Procedures for a browser (sign-up, sign-in): only on /trpc, where there is a cookie jar. */
 export const webProcedure = publicProcedure.use(({ ctx, next }) => {

@@ -33,7 +33,7 @@ test('org and key lifecycle, each command printing exactly one JSON object', asy
   expect((await json(['org', 'list'])).organizations.map((o: any) => o.id)).toEqual(expect.arrayContaining([org.id, free.id]));
 
   const key = await json(['key', 'create', '--org', org.id, '--name', 'backend']);
-  expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^alk_[A-Za-z0-9_-]{43}$/), name: 'backend', organization_id: org.id });
+  expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^alk_[A-Za-z0-9_-]{43}$/), name: 'backend', organization_id: org.id, scopes: ['events:write', 'events:read', 'ledger:read'] });
 
   const created = await call(`${app.url}/v1/events`, { key: key.key, body: eventBody() });
   expect(created.status).toBe(201);

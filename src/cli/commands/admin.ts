@@ -1,4 +1,5 @@
 /** The operator's commands on the database: organizations, keys, and the ledger's audit and reseal. */
+import { type Scope, SCOPES } from '../../domain/apiKey';
 import { loadConfig } from '../../config/env';
 import { apiKeyView } from '../../db/apiKeyRepository';
 import { parseVerifierKey } from '../../domain/ledger/note';
@@ -20,6 +21,15 @@ function parseCap(value: string | undefined): number | null {
   if (value === undefined) return null;
   if (!/^\d+$/.test(value)) throw new UsageError('--monthly-cap must be a whole number');
   return Number(value);
+}
+
+/** `--scopes a,b`: each one of SCOPES; absent, all of them. */
+function parseScopes(given: string | undefined): Scope[] {
+  if (given === undefined) return [...SCOPES];
+  const scopes = given.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length || scopes.length === 0) throw new UsageError(`--scopes takes a comma-separated list of ${SCOPES.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`);
+  return scopes as Scope[];
 }
 
 export const adminCommands: Command[] = [
@@ -52,16 +62,18 @@ export const adminCommands: Command[] = [
   {
     words: 'key create',
     summary: 'create an API key (shown once: store it now)',
-    synopsis: '--org ORG_ID --name NAME',
-    options: { org: str, name: str },
+    synopsis: '--org ORG_ID --name NAME [--scopes events:write,events:read,ledger:read]',
+    details: 'Without --scopes the key has all three. A read-only key for an auditor: --scopes events:read,ledger:read.',
+    options: { org: str, name: str, scopes: str },
     async run(values) {
       const orgId = need(values, 'org');
       const name = need(values, 'name');
+      const scopes = parseScopes(opt(values, 'scopes'));
       return withAdminDatabase(async (db) => {
         if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
-        const { doc, key } = await db.apiKeys.forOrg(orgId).create(name, systemClock.now());
-        const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id };
-        return { json, text: `Created API key ${doc.key_id} for ${orgId}. It is shown only now:\n${key}` };
+        const { doc, key } = await db.apiKeys.forOrg(orgId).create(name, systemClock.now(), scopes);
+        const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id, scopes: doc.scopes };
+        return { json, text: `Created API key ${doc.key_id} for ${orgId} with ${scopes.join(', ')}. It is shown only now:\n${key}` };
       }, { indexes: true });
     },
   },

@@ -8,16 +8,20 @@ import { KEYS_QUERY_KEY, useApiKeys } from '../lib/queries';
 import { errorMessage, trpc } from '../lib/trpc';
 
 type KeyView = Awaited<ReturnType<typeof trpc.dashboard.keys.list.query>>[number];
+type Scope = KeyView['scopes'][number];
+/** The scopes a key can have (src/domain/apiKey.ts), in the order the API lists them. */
+const ALL_SCOPES: readonly Scope[] = ['events:write', 'events:read', 'ledger:read'];
 
 export function KeysPage() {
   const queryClient = useQueryClient();
   const keys = useApiKeys();
   const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<Scope[]>([...ALL_SCOPES]);
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
 
   const create = useMutation({
-    mutationFn: () => trpc.dashboard.keys.create.mutate({ name }),
+    mutationFn: () => trpc.dashboard.keys.create.mutate({ name, scopes }),
     onSuccess: (result) => {
       setCreated({ key: result.key, name: result.apiKey.name });
       setName('');
@@ -46,7 +50,16 @@ export function KeysPage() {
             <span>Name</span>
             <input name="key-name" placeholder="e.g. billing-service production" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} required />
           </label>
-          <button type="submit" className="button primary" disabled={create.isPending || name.trim() === ''}>
+          <fieldset className="field scopes">
+            <legend>Scopes</legend>
+            {ALL_SCOPES.map((scope) => (
+              <label key={scope} className="checkbox">
+                <input type="checkbox" checked={scopes.includes(scope)} onChange={(e) => setScopes(e.target.checked ? ALL_SCOPES.filter((s) => s === scope || scopes.includes(s)) : scopes.filter((s) => s !== scope))} />
+                <code>{scope}</code>
+              </label>
+            ))}
+          </fieldset>
+          <button type="submit" className="button primary" disabled={create.isPending || name.trim() === '' || scopes.length === 0}>
             {create.isPending ? 'Creating…' : 'Create key'}
           </button>
         </form>
@@ -85,6 +98,7 @@ export function KeysPage() {
                 <tr>
                   <th>Name</th>
                   <th>Key</th>
+                  <th>Scopes</th>
                   <th>Created</th>
                   <th>Last used</th>
                   <th>Status</th>
@@ -102,6 +116,7 @@ export function KeysPage() {
                         {k.prefix}…{k.last4}
                       </code>
                     </td>
+                    <td data-label="Scopes" className="small">{k.scopes.length === ALL_SCOPES.length ? 'all' : k.scopes.join(', ')}</td>
                     <td data-label="Created">{formatDateTime(k.created_at)}</td>
                     <td data-label="Last used" title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>{k.last_used_at ? formatRelative(k.last_used_at) : 'Never'}</td>
                     <td data-label="Status">

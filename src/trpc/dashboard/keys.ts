@@ -4,6 +4,6 @@ import { sessionProcedure } from '../init';
 
 export const listKeys = sessionProcedure.query(({ ctx }) => ctx.services.keys.list(ctx.principal));
 
-export const createKey = sessionProcedure.input(ZCreateApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.create(ctx.principal, input.name));
+export const createKey = sessionProcedure.input(ZCreateApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.create(ctx.principal, input.name, input.scopes));
 
 export const revokeKey = sessionProcedure.input(ZRevokeApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.revoke(ctx.principal, input.id));

@@ -5,6 +5,7 @@ import { IDEMPOTENCY_HEADERS, idempotencyKeyOf } from './idempotencyKey';
 /** POST /v1/events (interface.md §4.1), idempotent with a key. */
 export const createEvent = apiKeyProcedure
   .meta({
+    scope: 'events:write',
     successStatus: 201,
     openapi: {
       method: 'POST',

@@ -17,6 +17,7 @@ const countedFirst = apiKeyProcedure.use(async ({ ctx, getRawInput, next }) => {
 /** POST /v1/events/batch: many events, stored all or none toward the caller, in order. */
 export const createEventBatch = countedFirst
   .meta({
+    scope: 'events:write',
     successStatus: 201,
     openapi: {
       method: 'POST',

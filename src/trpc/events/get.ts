@@ -4,6 +4,7 @@ import { apiKeyProcedure } from '../init';
 /** GET /v1/events/{id} (interface.md §4.2): the event itself, not wrapped. */
 export const getEvent = apiKeyProcedure
   .meta({
+    scope: 'events:read',
     openapi: {
       method: 'GET',
       path: '/events/{id}',

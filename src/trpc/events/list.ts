@@ -4,6 +4,7 @@ import { apiKeyProcedure } from '../init';
 /** GET /v1/events: filters, newest first, keyset cursor. */
 export const listEvents = apiKeyProcedure
   .meta({
+    scope: 'events:read',
     openapi: {
       method: 'GET',
       path: '/events',

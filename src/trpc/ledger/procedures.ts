@@ -7,7 +7,7 @@ const AUTH = { 401: 'Missing or invalid API key' };
 
 /** GET /v1/ledger/key */
 export const ledgerKey = apiKeyProcedure
-  .meta({ openapi: { method: 'GET', path: '/ledger/key', tags: ['ledger'], summary: 'The verifier key that signs every checkpoint', errorResponses: AUTH } })
+  .meta({ scope: 'ledger:read', openapi: { method: 'GET', path: '/ledger/key', tags: ['ledger'], summary: 'The verifier key that signs every checkpoint', errorResponses: AUTH } })
   .input(z.object({}))
   .output(ZLedgerKey)
   .query(({ ctx }) => ctx.services.ledgerReads.key());
@@ -15,6 +15,7 @@ export const ledgerKey = apiKeyProcedure
 /** GET /v1/ledger/checkpoint */
 export const ledgerCheckpoint = apiKeyProcedure
   .meta({
+    scope: 'ledger:read',
     openapi: {
       method: 'GET', path: '/ledger/checkpoint', tags: ['ledger'],
       summary: 'The newest signed checkpoint of the organization\'s log, with its inclusion in the witnessed installation log',
@@ -28,6 +29,7 @@ export const ledgerCheckpoint = apiKeyProcedure
 /** GET /v1/events/{id}/proof */
 export const eventProof = apiKeyProcedure
   .meta({
+    scope: 'ledger:read',
     openapi: {
       method: 'GET', path: '/events/{id}/proof', tags: ['ledger'], summary: 'The inclusion proof of one event, with the checkpoint it verifies against',
       errorResponses: { ...AUTH, 400: 'tree_size does not include the event', 404: 'Event not found, or no checkpoint of that size' },
@@ -40,6 +42,7 @@ export const eventProof = apiKeyProcedure
 /** GET /v1/ledger/consistency */
 export const ledgerConsistency = apiKeyProcedure
   .meta({
+    scope: 'ledger:read',
     openapi: {
       method: 'GET', path: '/ledger/consistency', tags: ['ledger'], summary: 'The consistency proof between two tree sizes of the organization\'s log',
       errorResponses: { ...AUTH, 400: 'from is larger than to', 404: 'No checkpoint of size `to`' },

@@ -12,6 +12,7 @@ const ZDeleted = z.object({ deleted: z.literal(true) });
 
 export const createStream = apiKeyProcedure
   .meta({
+    scope: 'events:read',
     openapi: {
       method: 'POST', path: '/streams', tags: ['streams'], summary: 'Create a log stream',
       description: 'Delivers the organization\'s events, in sequence order, with their ledger receipts, to a webhook, S3-compatible storage, Splunk HEC or Datadog Logs. Secrets are write-only; a webhook\'s signing secret is in this answer only.',
@@ -24,37 +25,37 @@ export const createStream = apiKeyProcedure
   .mutation(({ ctx, input }) => ctx.services.streams.create(ctx.principal, input));
 
 export const listStreams = apiKeyProcedure
-  .meta({ openapi: { method: 'GET', path: '/streams', tags: ['streams'], summary: 'The organization\'s log streams, with state and lag', errorResponses: AUTH } })
+  .meta({ scope: 'events:read', openapi: { method: 'GET', path: '/streams', tags: ['streams'], summary: 'The organization\'s log streams, with state and lag', errorResponses: AUTH } })
   .input(z.object({}))
   .output(ZStreamList)
   .query(({ ctx }) => ctx.services.streams.list(ctx.principal));
 
 export const getStream = apiKeyProcedure
-  .meta({ openapi: { method: 'GET', path: '/streams/{id}', tags: ['streams'], summary: 'One log stream', errorResponses: ONE } })
+  .meta({ scope: 'events:read', openapi: { method: 'GET', path: '/streams/{id}', tags: ['streams'], summary: 'One log stream', errorResponses: ONE } })
   .input(ZStreamIdInput)
   .output(ZStream)
   .query(({ ctx, input }) => ctx.services.streams.get(ctx.principal, input.id));
 
 export const pauseStream = apiKeyProcedure
-  .meta({ openapi: { method: 'POST', path: '/streams/{id}/pause', tags: ['streams'], summary: 'Pause a stream (it keeps its place)', errorResponses: ONE } })
+  .meta({ scope: 'events:read', openapi: { method: 'POST', path: '/streams/{id}/pause', tags: ['streams'], summary: 'Pause a stream (it keeps its place)', errorResponses: ONE } })
   .input(ZStreamIdInput)
   .output(ZStream)
   .mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, true));
 
 export const resumeStream = apiKeyProcedure
-  .meta({ openapi: { method: 'POST', path: '/streams/{id}/resume', tags: ['streams'], summary: 'Resume a paused stream from where it stopped', errorResponses: ONE } })
+  .meta({ scope: 'events:read', openapi: { method: 'POST', path: '/streams/{id}/resume', tags: ['streams'], summary: 'Resume a paused stream from where it stopped', errorResponses: ONE } })
   .input(ZStreamIdInput)
   .output(ZStream)
   .mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, false));
 
 export const testStream = apiKeyProcedure
-  .meta({ openapi: { method: 'POST', path: '/streams/{id}/test', tags: ['streams'], summary: 'Send one test item (not an event of the log) to the destination, and say what it answered', errorResponses: ONE } })
+  .meta({ scope: 'events:read', openapi: { method: 'POST', path: '/streams/{id}/test', tags: ['streams'], summary: 'Send one test item (not an event of the log) to the destination, and say what it answered', errorResponses: ONE } })
   .input(ZStreamIdInput)
   .output(ZStreamTestResult)
   .mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id));
 
 export const deleteStream = apiKeyProcedure
-  .meta({ openapi: { method: 'DELETE', path: '/streams/{id}', tags: ['streams'], summary: 'Delete a stream', errorResponses: ONE } })
+  .meta({ scope: 'events:read', openapi: { method: 'DELETE', path: '/streams/{id}', tags: ['streams'], summary: 'Delete a stream', errorResponses: ONE } })
   .input(ZStreamIdInput)
   .output(ZDeleted)
   .mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id));
