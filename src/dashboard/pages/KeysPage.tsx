@@ -1,7 +1,7 @@
 /** API keys: create (value shown once), list, revoke after confirmation. */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useEffect, useRef, useState } from 'react';
-import { CopyButton } from '../components/CopyButton';
+import { ShownOnce } from '../components/ShownOnce';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatRelative } from '../lib/format';
 import { KEYS_QUERY_KEY, useApiKeys } from '../lib/queries';
@@ -69,17 +69,9 @@ export function KeysPage() {
           </p>
         )}
         {created && (
-          <div className="new-key callout warning" role="status">
-            <h3>Copy the key “{created.name}” now</h3>
-            <p>This is the only time it is shown. Store it in your secret manager; if it is lost, create another and revoke this one.</p>
-            <div className="code-block single">
-              <input id="new-key-value" data-testid="new-key-value" readOnly value={created.key} onFocus={(e) => e.target.select()} aria-label="New API key" />
-              <CopyButton text={created.key} targetId="new-key-value" />
-            </div>
-            <button type="button" className="button ghost" onClick={() => setCreated(null)}>
-              I have stored it
-            </button>
-          </div>
+          <ShownOnce title={`Copy the key “${created.name}” now`} value={created.key} id="new-key-value" label="New API key" onDone={() => setCreated(null)}>
+            This is the only time it is shown. Store it in your secret manager; if it is lost, create another and revoke this one.
+          </ShownOnce>
         )}
       </section>
 

@@ -1,7 +1,7 @@
 /** Log streams: create (a webhook's signing secret shown once), test, pause, resume, delete; each stream's state, lag, last delivery and error, and its deliveries per minute. */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useState } from 'react';
-import { CopyButton } from '../components/CopyButton';
+import { ShownOnce } from '../components/ShownOnce';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatNumber, formatRelative } from '../lib/format';
 import { errorMessage, trpc } from '../lib/trpc';
@@ -67,17 +67,9 @@ export function StreamsPage() {
       </header>
       <CreateStream onCreated={(name, secret) => { if (secret) setCreated({ name, secret }); void refresh(); }} />
       {created && (
-        <div className="new-key callout warning" role="status">
-          <h3>Copy the signing secret of “{created.name}” now</h3>
-          <p>Your receiver verifies each request&apos;s <code>webhook-signature</code> with it (Standard Webhooks). It is not shown again.</p>
-          <div className="code-block single">
-            <input id="new-stream-secret" data-testid="stream-secret" readOnly value={created.secret} onFocus={(e) => e.target.select()} aria-label="Signing secret" />
-            <CopyButton text={created.secret} targetId="new-stream-secret" />
-          </div>
-          <button type="button" className="button ghost" onClick={() => setCreated(null)}>
-            I have stored it
-          </button>
-        </div>
+        <ShownOnce title={`Copy the signing secret of “${created.name}” now`} value={created.secret} id="stream-secret" label="Signing secret" onDone={() => setCreated(null)}>
+          Your receiver verifies each request&apos;s <code>webhook-signature</code> with it (Standard Webhooks). It is not shown again.
+        </ShownOnce>
       )}
       <section className="card flush">
         <h2 className="card-title">Streams</h2>
