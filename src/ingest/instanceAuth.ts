@@ -6,16 +6,15 @@
  * can write the database can neither add an instance that others forward to, nor forward events, nor
  * answer for an instance.
  */
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Signer } from '../domain/ledger/note';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { keyDerivedFrom, type Signer } from '../domain/ledger/note';
 
 export class InstanceAuth {
   private constructor(private readonly key: Buffer) {}
 
   /** The installation's key, from its signing key. */
   static fromSigner(signer: Signer): InstanceAuth {
-    const secret = signer.privateKey.export({ format: 'der', type: 'pkcs8' });
-    return new InstanceAuth(Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'audit-ledger instances v1', 32)));
+    return new InstanceAuth(keyDerivedFrom(signer, 'audit-ledger instances v1'));
   }
 
   /** A key nobody else holds: a process without the signing key (the admin CLI) forwards nothing. */

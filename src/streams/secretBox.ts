@@ -5,8 +5,8 @@
  * destination with a secret of their choosing that the service would accept as sealed by itself. Each
  * sealed value is bound to its stream's id (the GCM associated data), so it cannot be moved to another.
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import type { Signer } from '../domain/ledger/note';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { keyDerivedFrom, type Signer } from '../domain/ledger/note';
 
 const VERSION = 'v1';
 
@@ -15,8 +15,7 @@ export class SecretBox {
 
   static fromSigner(signer: Signer | null): SecretBox {
     if (!signer) return new SecretBox(null);
-    const secret = signer.privateKey.export({ format: 'der', type: 'pkcs8' });
-    return new SecretBox(Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'audit-ledger stream secrets v1', 32)));
+    return new SecretBox(keyDerivedFrom(signer, 'audit-ledger stream secrets v1'));
   }
 
   private need(): Buffer {

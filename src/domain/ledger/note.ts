@@ -4,7 +4,7 @@
  * `transparency-dev/formats/log` read, byte for byte: their text is `formats.ts`'s; Node's crypto
  * does the Ed25519 here.
  */
-import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, hkdfSync, type KeyObject, sign, verify } from 'node:crypto';
 import { ALG_ED25519, hex8, isKeyName, keyIdInput, NoteError, parseVerifierKeyText, signatureLine, signaturesBy, verifierKeyText } from './formats';
 
 /** PKCS #8 and SPKI DER prefixes of a raw 32-byte Ed25519 seed and public key (RFC 8410). */
@@ -40,6 +40,16 @@ export function signerFromSeed(name: string, seed: Uint8Array): Signer {
   const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
   const publicKey = createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
   return { ...verifierOf(name, Buffer.from(publicKey)), privateKey };
+}
+
+/**
+ * A 32-byte key for one `purpose`, derived (HKDF-SHA256) from the signing key: a secret every instance
+ * of an installation holds (they share the key file) and the database never does. Each purpose gets a
+ * key of its own, so none can stand in for another or for the signing key.
+ */
+export function keyDerivedFrom(signer: Signer, purpose: string): Buffer {
+  const secret = signer.privateKey.export({ format: 'der', type: 'pkcs8' });
+  return Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), purpose, 32));
 }
 
 /** Go's private key string: `PRIVATE+KEY+<name>+<hex id>+<base64(0x01 ‖ seed)>`. */
