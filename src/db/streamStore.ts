@@ -86,10 +86,6 @@ export class StreamStore {
     return this.c.streams.find({}).toArray();
   }
 
-  get(id: string): Promise<StreamDoc | null> {
-    return this.c.streams.findOne({ _id: id });
-  }
-
   progress(id: string): Promise<StreamProgressDoc | null> {
     return this.c.streamProgress.findOne({ _id: id });
   }

@@ -2,12 +2,12 @@
  * What a stream delivers for each event, in either format. Both carry the event's ledger receipt, so a
  * receiver can check every delivered event against a signed checkpoint of the organization's log.
  *
- * - `json`: `{ "event": <exactly as GET /v1/events/{id} returns it>, "receipt": { leaf_index, event_sha256 } }`.
+ * - `json`: `{ "event": <exactly as GET /v1/events/{id} returns it>, "receipt": { leaf_index, event_sha256 } }`,
+ *   written as text once per event for all streams (src/streams/eventSource.ts, `jsonItem`).
  * - `ocsf`: OCSF 1.3.0 API Activity (class 6003), our fields mapped as the README's table says, the
  *   original `{ event, receipt }` kept under `unmapped`.
  */
 import type { TEvent } from './eventFields';
-import type { StreamFormat } from './stream';
 
 export interface Receipt {
   leaf_index: number;
@@ -72,9 +72,4 @@ export function toOcsf(item: StreamItem, tenant: string, loggedAt: Date): Record
     src_endpoint: { uid: event.api_key_id },
     unmapped: { event, receipt: item.receipt },
   };
-}
-
-/** An item in the stream's format, as a JSON value. */
-export function formatItem(format: StreamFormat, item: StreamItem, tenant: string, loggedAt: Date): Record<string, unknown> {
-  return format === 'ocsf' ? toOcsf(item, tenant, loggedAt) : { event: item.event, receipt: item.receipt };
 }

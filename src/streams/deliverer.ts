@@ -24,7 +24,7 @@ import type { StreamDoc, StreamProgressDoc } from '../db/documents';
 import type { StreamStore } from '../db/streamStore';
 import type { Clock } from '../domain/time';
 import type { StreamOptions, TStreamDestinationInput } from '../domain/stream';
-import { formatItem } from '../domain/streamFormats';
+import { toOcsf } from '../domain/streamFormats';
 import type { Instances } from '../ingest/instances';
 import type { LedgerReader } from '../ledger/reader';
 import type { DeliveryBatch, Destination } from './batch';
@@ -328,7 +328,7 @@ class StreamRun {
     const times: number[] = [];
     let bytes = 2;
     for (const event of docs) {
-      const item = this.doc.format === 'json' ? this.owner.events.jsonItem(event) : JSON.stringify(formatItem(this.doc.format, this.owner.events.item(event), this.doc.tenant, loggedAt));
+      const item = this.doc.format === 'json' ? this.owner.events.jsonItem(event) : JSON.stringify(toOcsf(this.owner.events.item(event), this.doc.tenant, loggedAt));
       bytes += item.length + 1;
       if (items.length > 0 && bytes > destination.limits.maxBytes) break;
       items.push(item);
