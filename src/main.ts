@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     trustProxy: config.trustProxy,
     trustProxyHops: config.trustProxyHops,
     installationToken: config.installationToken,
+    viewerFrameAncestors: config.viewer.frameAncestors,
   });
 
   const metricsServer = createMetricsServer(metrics);
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
     await services.ingest.stop();
     await services.integrator.stop();
     await services.ledgerAudit.stop();
+    services.mailer?.close();
     await database.close();
     process.exit(0);
   };

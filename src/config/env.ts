@@ -56,6 +56,10 @@ const ZEnv = z.object({
   STREAM_CONCURRENCY: positive.max(1024).default(64),
   STREAM_TIMEOUT_MS: positive.min(100).max(600_000).default(30_000),
   STREAM_ALLOW_PRIVATE_DESTINATIONS: z.enum(['true', 'false']).default('false'),
+  SMTP_URL: z.url({ protocol: /^smtps?$/ }).optional(),
+  MAIL_FROM: z.string().min(3).max(254).optional(),
+  VIEWER_TOKEN_MAX_MINUTES: positive.max(24 * 60).default(60),
+  VIEWER_FRAME_ANCESTORS: z.string().regex(/^[\x21-\x7e]+( [\x21-\x7e]+)*$/, 'must be CSP sources separated by spaces, e.g. https://app.example.com').default('*'),
 });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -124,6 +128,10 @@ export interface Config {
   installationToken: string | undefined;
   /** How this instance delivers log streams. */
   streams: StreamOptions;
+  /** Invitations by mail: an SMTP server (smtp:// or smtps://, credentials in the URL) and the sender; unset: links are only shown. */
+  mail: { smtpUrl: string; from: string } | null;
+  /** Viewer tokens: the longest lifetime a token may be minted with, and who may frame /viewer (CSP frame-ancestors). */
+  viewer: { maxMinutes: number; frameAncestors: string };
   limits: Limits;
 }
 
@@ -175,6 +183,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.STREAM_TIMEOUT_MS,
       allowPrivate: e.STREAM_ALLOW_PRIVATE_DESTINATIONS === 'true',
     },
+    mail: e.SMTP_URL ? { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? `audit-ledger@${new URL(e.SMTP_URL).hostname}` } : null,
+    viewer: { maxMinutes: e.VIEWER_TOKEN_MAX_MINUTES, frameAncestors: e.VIEWER_FRAME_ANCESTORS },
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,

@@ -17,6 +17,8 @@ import { SignupPage } from './pages/SignupPage';
 import { LedgerPage } from './pages/LedgerPage';
 import { UsagePage } from './pages/UsagePage';
 import { StreamsPage } from './pages/StreamsPage';
+import { MembersPage } from './pages/MembersPage';
+import { InvitePage } from './pages/InvitePage';
 import './styles.css';
 
 /** A session that ended (logout elsewhere, expiry) sends the person to the sign-in page from wherever they are. */
@@ -39,6 +41,7 @@ const queryClient: QueryClient = new QueryClient({
 const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
   { path: '/signup', element: <SignupPage /> },
+  { path: '/invite/:token', element: <InvitePage /> },
   {
     element: <Layout />,
     children: [
@@ -50,6 +53,7 @@ const router = createBrowserRouter([
       { path: 'usage', element: <UsagePage /> },
       { path: 'ledger', element: <LedgerPage /> },
       { path: 'streams', element: <StreamsPage /> },
+      { path: 'members', element: <MembersPage /> },
     ],
   },
   { path: '*', element: <NotFoundPage /> },

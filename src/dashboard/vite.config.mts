@@ -12,6 +12,8 @@ export default defineConfig({
     emptyOutDir: true,
     sourcemap: true,
     rolldownOptions: {
+      // Two pages: the dashboard, and the hosted viewer an application's customers open (/viewer).
+      input: { main: path.resolve(import.meta.dirname, 'index.html'), viewer: path.resolve(import.meta.dirname, 'viewer.html') },
       // React Query marks its modules "use client" for server-component bundlers; meaningless in an SPA.
       onLog(level, log, handler) {
         if (log.code === 'MODULE_LEVEL_DIRECTIVE') return;
@@ -21,6 +23,6 @@ export default defineConfig({
   },
   server: {
     // `npm run dev:dashboard` proxies the API to a running `npm start`.
-    proxy: { '/trpc': 'http://localhost:3000', '/session': 'http://localhost:3000' },
+    proxy: { '/trpc': 'http://localhost:3000', '/session': 'http://localhost:3000', '/viewer/export': 'http://localhost:3000' },
   },
 });

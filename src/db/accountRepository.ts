@@ -1,4 +1,4 @@
-/** Dashboard accounts: one per email, each tied to the organization created with it. */
+/** Dashboard accounts: one per email; which organizations an account belongs to is in `members`. */
 import { newPublicId } from '../domain/apiKey';
 import type { AccountDoc } from './documents';
 import type { Collections } from './database';
@@ -8,8 +8,8 @@ export class AccountRepository {
   constructor(private readonly c: Collections) {}
 
   /** Creates the account; null when the email is taken (the unique index decides, atomically). */
-  async create(input: { email: string; passwordHash: string; orgId: string }, now: Date): Promise<AccountDoc | null> {
-    const doc: AccountDoc = { _id: newPublicId('acct'), email: input.email, password_hash: input.passwordHash, org_id: input.orgId, created_at: now };
+  async create(input: { email: string; passwordHash: string }, now: Date): Promise<AccountDoc | null> {
+    const doc: AccountDoc = { _id: newPublicId('acct'), email: input.email, password_hash: input.passwordHash, created_at: now };
     return (await insertUnlessTaken(this.c.accounts, doc)) ? doc : null;
   }
 

@@ -162,6 +162,11 @@ export class ApiKeyRepository {
     return this.c.apiKeys.findOne({ _id: hash, revoked_at: null });
   }
 
+  /** Whether the key with this public id is active and of this organization (a viewer token's minting key). */
+  async isActive(keyId: string, orgId: string): Promise<boolean> {
+    return (await this.c.apiKeys.findOne({ key_id: keyId, revoked_at: null }, { projection: { org_id: 1 } }))?.org_id === orgId;
+  }
+
   /** Which of these key hashes belong to active keys, with each one's organization: point reads, never an `$in`. */
   async activeAmong(hashes: readonly string[]): Promise<Map<string, { org_id: string }>> {
     const docs = await mapLimited(hashes, POINT_READS_IN_FLIGHT, (hash) => this.c.apiKeys.findOne({ _id: hash, revoked_at: null }, { projection: { _id: 1, org_id: 1 } }));

@@ -1,7 +1,9 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
+import { isDuplicateKey } from './errors';
 import type {
   AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
+  MemberDoc, InvitationDoc, InvitationUseDoc,
 } from './documents';
 
 export interface Collections {
@@ -33,6 +35,12 @@ export interface Collections {
   streams: Collection<StreamDoc>;
   /** Each stream's delivery progress, by the stream's id. */
   streamProgress: Collection<StreamProgressDoc>;
+  /** Who belongs to which organization, with which role. */
+  members: Collection<MemberDoc>;
+  /** Pending invitations, by token hash (`_id`) and by organization. */
+  invitations: Collection<InvitationDoc>;
+  /** Used invitations, by invitation id (`_id`): single use, decided by the unique `_id`. */
+  invitationUses: Collection<InvitationUseDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -56,6 +64,9 @@ export function collections(db: Db): Collections {
     exportLeases: db.collection<ExportLeaseDoc>('export_leases'),
     streams: db.collection<StreamDoc>('streams'),
     streamProgress: db.collection<StreamProgressDoc>('stream_progress'),
+    members: db.collection<MemberDoc>('members'),
+    invitations: db.collection<InvitationDoc>('invitations'),
+    invitationUses: db.collection<InvitationUseDoc>('invitation_uses'),
   };
 }
 
@@ -92,6 +103,20 @@ const ACCOUNT_INDEXES: IndexDescription[] = [
 const SESSION_INDEXES: IndexDescription[] = [
   // Clearing expired sessions (no TTL index: FerretDB 1.24 does not implement them).
   { key: { expires_at: 1 }, name: 'expires_at' },
+  // Ending a member's sessions in one organization when they are removed.
+  { key: { account_id: 1, org_id: 1 }, name: 'account_org' },
+];
+
+const MEMBER_INDEXES: IndexDescription[] = [
+  // One membership per account and organization (a second accept loses); the organization's member list.
+  { key: { org_id: 1, account_id: 1 }, name: 'org_account', unique: true },
+  // The organizations of an account (sign-in, the switcher).
+  { key: { account_id: 1 }, name: 'account' },
+];
+
+const INVITATION_INDEXES: IndexDescription[] = [
+  // An organization's pending invitations, and revoking one by its id.
+  { key: { org_id: 1, id: 1 }, name: 'org_id_id' },
 ];
 
 // A claim is found by `_id` (which hashes in the tenant); this one serves clearing expired claims
@@ -139,6 +164,8 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   ledger_entries: ENTRY_INDEXES,
   ledger_cosignatures: COSIGNATURE_INDEXES,
   streams: STREAM_INDEXES,
+  members: MEMBER_INDEXES,
+  invitations: INVITATION_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -155,4 +182,21 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of ENTRY_INDEXES) await c.ledgerEntries.createIndexes([spec]);
   for (const spec of COSIGNATURE_INDEXES) await c.ledgerCosignatures.createIndexes([spec]);
   for (const spec of STREAM_INDEXES) await c.streams.createIndexes([spec]);
+  for (const spec of MEMBER_INDEXES) await c.members.createIndexes([spec]);
+  for (const spec of INVITATION_INDEXES) await c.invitations.createIndexes([spec]);
+  await migrateLegacyAccounts(c);
+}
+
+/**
+ * Accounts made before members existed name their organization in `org_id`: each becomes that
+ * organization's owner, and the field goes, so a member removed later is never re-added. Idempotent and
+ * safe for instances starting together (the unique (org, account) index takes one membership).
+ */
+export async function migrateLegacyAccounts(c: Collections): Promise<void> {
+  for (const account of await c.accounts.find({ org_id: { $exists: true } }).toArray()) {
+    if (account.org_id === undefined) continue;
+    await c.members.insertOne({ _id: `mem_${account._id}_${account.org_id}`, org_id: account.org_id, account_id: account._id, email: account.email, role: 'owner', created_at: account.created_at })
+      .catch((error: unknown) => { if (!isDuplicateKey(error)) throw error; });
+    await c.accounts.updateOne({ _id: account._id }, { $unset: { org_id: '' } });
+  }
 }

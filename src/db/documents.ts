@@ -3,6 +3,7 @@ import type { StreamDestination, StreamFormat } from '../domain/stream';
 import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
 import type { Scope } from '../domain/apiKey';
+import type { Role } from '../domain/roles';
 import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
 import { eventSha256 } from '../domain/ledger/eventHash';
 
@@ -91,8 +92,46 @@ export interface AccountDoc {
   email: string;
   /** Argon2id, PHC string format (parameters and salt included). */
   password_hash: string;
-  org_id: string;
+  /**
+   * Only on accounts made before members existed: the organization created with the account. Start-up
+   * turns it into an owner membership and removes it (`migrateLegacyAccounts`), so it is never read.
+   */
+  org_id?: string;
   created_at: Date;
+}
+
+/** An account's place in an organization: read at every dashboard request, so a change applies at once. */
+export interface MemberDoc {
+  _id: string;
+  org_id: string;
+  account_id: string;
+  /** Kept here so that lists and self-audit events need not read accounts (emails do not change). */
+  email: string;
+  role: Role;
+  created_at: Date;
+}
+
+/** An invitation to join an organization; its link's token is never stored, only its hash (`_id`). */
+export interface InvitationDoc {
+  _id: string;
+  /** Its public id (revoking, listing). */
+  id: string;
+  org_id: string;
+  email: string;
+  role: Role;
+  invited_by: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+/**
+ * An invitation used: inserted under the invitation's id, so that of two accepts racing only one gets
+ * past the unique `_id` (the one atomic step both databases offer), whatever became of the invitation.
+ */
+export interface InvitationUseDoc {
+  _id: string;
+  account_id: string;
+  at: Date;
 }
 
 export interface SessionDoc {

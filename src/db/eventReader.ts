@@ -11,6 +11,8 @@ import type { Collections } from './database';
 export interface EventQuery {
   actor_id?: string | undefined;
   action?: string | undefined;
+  /** Any of these actions (a viewer token's); `action`, when set, is one of them. */
+  actions?: readonly string[] | undefined;
   resource_type?: string | undefined;
   resource_id?: string | undefined;
   organization_id?: string | undefined;
@@ -42,6 +44,7 @@ export class EventReader {
       const value = query[field];
       if (value !== undefined) filter[field] = value;
     }
+    if (query.actions && query.action === undefined) filter.action = { $in: [...query.actions] };
     if (query.start || query.end) {
       filter.ts = { ...(query.start && { $gte: query.start }), ...(query.end && { $lte: query.end }) };
     }

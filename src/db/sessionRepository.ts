@@ -44,6 +44,11 @@ export class SessionRepository {
     return doc;
   }
 
+  /** Ends every session of an account in one organization (the member was removed or left). */
+  async deleteFor(accountId: string, orgId: string): Promise<void> {
+    await this.c.sessions.deleteMany({ account_id: accountId, org_id: orgId });
+  }
+
   async delete(hash: string): Promise<void> {
     await this.c.sessions.deleteOne({ _id: hash });
   }

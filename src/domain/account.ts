@@ -5,18 +5,15 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { ZEmail } from './email';
 import { PLANS } from './plan';
+import { ZRole } from './roles';
 import { text } from './text';
+
+export { ZEmail };
 
 /** NIST SP 800-63B: at least 8 characters; we ask for 12 and cap the length only against abuse. */
 export const PASSWORD_LIMITS = { min: 12, max: 256 } as const;
-
-/** Emails are compared case-insensitively: the stored and looked-up form is trimmed and lower-cased. */
-export const ZEmail = text()
-  .trim()
-  .max(254, 'Email must be at most 254 characters')
-  .pipe(z.email('Enter a valid email address'))
-  .transform((email) => email.toLowerCase());
 
 export const ZNewPassword = text()
   .min(PASSWORD_LIMITS.min, `Password must be at least ${PASSWORD_LIMITS.min} characters`)
@@ -38,7 +35,11 @@ export type TLoginInput = z.infer<typeof ZLoginInput>;
 
 export const ZAccountView = z.object({
   account: z.object({ id: z.string(), email: z.string(), created_at: z.string() }),
+  /** The organization this session acts in, and the member's role there. */
   organization: z.object({ id: z.string(), name: z.string(), plan: z.enum(PLANS), monthly_cap: z.number().int() }),
+  role: ZRole,
+  /** Every organization the account belongs to, to switch between. */
+  organizations: z.array(z.object({ id: z.string(), name: z.string(), role: ZRole })),
 });
 export type TAccountView = z.infer<typeof ZAccountView>;
 

@@ -52,6 +52,6 @@ export function looksLikeApiKey(token: string): boolean {
 }
 
 /** Public identifiers: short, random, prefixed by what they name. */
-export function newPublicId(prefix: 'org' | 'key' | 'acct'): string {
+export function newPublicId(prefix: 'org' | 'key' | 'acct' | 'mem' | 'inv'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }

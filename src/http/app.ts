@@ -10,7 +10,7 @@ import type { AppState } from './appState';
 import { dashboardAssets } from './dashboardAssets';
 import { docsPage } from './docsPage';
 import { errorHandling } from './errorHandling';
-import { apiKeyExportAuth, exportRoute } from './exportRoute';
+import { apiKeyExportAuth, exportRoute, viewerExportAuth } from './exportRoute';
 import { proofsRoute } from './proofsRoute';
 import { tilesApi } from './tilesRoute';
 import { createMetrics, type Metrics } from './metrics';
@@ -40,6 +40,8 @@ export interface HttpOptions {
   trustProxyHops?: number;
   /** The built dashboard; tests may point elsewhere. */
   dashboardDir?: string;
+  /** VIEWER_FRAME_ANCESTORS: who may frame the hosted viewer (CSP frame-ancestors). */
+  viewerFrameAncestors?: string;
   /** LEDGER_INSTALLATION_TOKEN: the installation log's tiles API asks for it; unset, that log is public. */
   installationToken?: string | undefined;
 }
@@ -78,6 +80,8 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   routes.get('/v1/ledger/proofs', proofsRoute(services, apiKeyExportAuth(services, 'ledger:read')));
   // The dashboard's download: the same export, with the session cookie as the way in (never on /v1).
   routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services, secureCookies)));
+  // The hosted viewer's download: the same export, narrowed to what its viewer token shows.
+  routes.get('/viewer/export', exportRoute(services, metrics, viewerExportAuth(services)));
   // The ledger is append-only: no interface changes or deletes an event.
   routes.register(['/v1/events', '/v1/events/:id'], ['PUT', 'PATCH', 'DELETE'], () => {
     throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted');
@@ -91,7 +95,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   koa.use(tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken));
   koa.use(routes.routes());
   koa.use(docsPage());
-  koa.use(dashboardAssets(options.dashboardDir));
+  koa.use(dashboardAssets(options.dashboardDir, options.viewerFrameAncestors));
   koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.limits.trpcMaxBatch }));
   koa.use(mount(REST_PREFIX, restApi(services)));
   const handle = koa.callback();

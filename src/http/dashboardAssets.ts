@@ -13,7 +13,7 @@ import type { AppState } from './appState';
 export const DASHBOARD_DIR = path.resolve(__dirname, '../../dist/dashboard');
 
 /** Paths that belong to the API and the operator surfaces, never to the dashboard. */
-const NOT_DASHBOARD = ['/v1/', '/trpc/', '/session/', '/docs', '/openapi.json', '/metrics', '/healthz', '/readyz'];
+const NOT_DASHBOARD = ['/v1/', '/trpc/', '/session/', '/viewer/', '/docs', '/openapi.json', '/metrics', '/healthz', '/readyz'];
 
 /** Dashboard pages load scripts, styles and data from this origin only, and cannot be framed. */
 const PAGE_HEADERS: Record<string, string> = {
@@ -25,10 +25,26 @@ const PAGE_HEADERS: Record<string, string> = {
   'X-Frame-Options': 'DENY',
 };
 
+/**
+ * The hosted viewer (`/viewer?token=…`): the same sources, but it may be framed by the origins of
+ * VIEWER_FRAME_ANCESTORS (an application embeds it for its customers), never cached, and its URL (which
+ * holds the token) is never sent as a Referer.
+ */
+function viewerHeaders(frameAncestors: string): Record<string, string> {
+  return {
+    ...PAGE_HEADERS,
+    'Content-Security-Policy': (PAGE_HEADERS['Content-Security-Policy'] as string).replace("frame-ancestors 'none'", `frame-ancestors ${frameAncestors}`),
+    'X-Frame-Options': '',
+    'Referrer-Policy': 'no-referrer',
+    'Cache-Control': 'no-store',
+  };
+}
+
 const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Audit Ledger</title>
 <p style="font-family:sans-serif">The dashboard has not been built. Run <code>npm run build</code> (or <code>npm start</code>, which builds it) and reload.</p>`;
 
-export function dashboardAssets(root: string = DASHBOARD_DIR): Middleware<AppState> {
+export function dashboardAssets(root: string = DASHBOARD_DIR, viewerFrameAncestors = '*'): Middleware<AppState> {
+  const viewer = viewerHeaders(viewerFrameAncestors);
   return async (ctx, next) => {
     if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || NOT_DASHBOARD.some((p) => ctx.path === p || ctx.path.startsWith(p))) {
       await next();
@@ -44,14 +60,19 @@ export function dashboardAssets(root: string = DASHBOARD_DIR): Middleware<AppSta
       await next();
       return;
     }
-    for (const [name, value] of Object.entries(PAGE_HEADERS)) ctx.set(name, value);
-    if (!existsSync(path.join(root, 'index.html'))) {
+    const isViewer = ctx.path === '/viewer';
+    for (const [name, value] of Object.entries(isViewer ? viewer : PAGE_HEADERS)) {
+      if (value) ctx.set(name, value);
+      else ctx.remove(name);
+    }
+    const page = isViewer ? 'viewer.html' : 'index.html';
+    if (!existsSync(path.join(root, page))) {
       ctx.status = 503;
       ctx.type = 'html';
       ctx.body = NOT_BUILT;
       return;
     }
-    await send(ctx, 'index.html', { root, setHeaders: (res) => res.setHeader('Cache-Control', 'no-cache') });
+    await send(ctx, page, { root, setHeaders: (res) => res.setHeader('Cache-Control', isViewer ? 'no-store' : 'no-cache') });
   };
 }
 

@@ -12,7 +12,7 @@ import { exportBody, EXPORT_CONTENT, LEDGER_TREE_SIZE_HEADER } from '../export/e
 import type { Principal } from '../services/auth';
 import type { Services } from '../services/container';
 import { authError, requireScope } from '../trpc/init';
-import type { Scope } from '../domain/apiKey';
+import { bearerToken, type Scope } from '../domain/apiKey';
 import type { AppState } from './appState';
 import type { Metrics } from './metrics';
 
@@ -29,6 +29,18 @@ export function apiKeyExportAuth(services: Services, scope: Scope): ExportAuthen
   };
 }
 
+/**
+ * The hosted viewer's download (`/viewer/export`): its viewer token in `Authorization: Bearer` or, for a
+ * plain download link, in `token` (taken out of the query before the filters are read).
+ */
+export function viewerExportAuth(services: Services): ExportAuthenticator {
+  return async (ctx) => {
+    const { token, ...filters } = ctx.query;
+    ctx.query = filters;
+    return services.viewerTokens.verify(bearerToken(ctx.req.headers.authorization) ?? (typeof token === 'string' ? token : undefined));
+  };
+}
+
 export function exportRoute(services: Services, metrics: Metrics, authenticate: ExportAuthenticator): Middleware<AppState> {
   return async (ctx) => {
     const principal = await authenticate(ctx);
@@ -38,6 +50,13 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
     const { tree_size: treeSize, ...filters } = parsed.data;
     const { docs, treeSize: pinned } = await services.events.export(principal, filters, treeSize);
+    // On the organization's record before the first byte goes (services/selfAudit.ts).
+    try {
+      await services.selfAudit.exportRun(principal, format, filters, pinned);
+    } catch (error) {
+      docs.destroy();
+      throw error;
+    }
 
     metrics.exportStreams.inc();
     const body = exportBody(docs, format, {

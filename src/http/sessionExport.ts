@@ -2,8 +2,13 @@
 import type { Services } from '../services/container';
 import type { ExportAuthenticator } from './exportRoute';
 import { readSessionToken } from './sessionCookie';
+import { requirePermission } from '../trpc/init';
 
 /** `secureCookies`: whether the dashboard is served over HTTPS whatever the request says (PUBLIC_URL). */
 export function sessionExportAuth(services: Services, secureCookies: boolean): ExportAuthenticator {
-  return (ctx) => services.accounts.requireSession(readSessionToken(ctx.req, secureCookies || ctx.secure));
+  return async (ctx) => {
+    const principal = await services.accounts.requireSession(readSessionToken(ctx.req, secureCookies || ctx.secure));
+    requirePermission(principal, 'events:read');
+    return principal;
+  };
 }

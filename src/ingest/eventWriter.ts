@@ -285,7 +285,7 @@ export class EventWriter {
   private async admitted(pending: Pending[]): Promise<Pending[]> {
     const ids = [...new Set(pending.map((p) => p.tenant))];
     const [activeKeys] = await Promise.all([
-      this.keys.among([...new Set(pending.map((p) => p.unit.keyHash))]),
+      this.keys.among([...new Set(pending.flatMap((p) => (p.unit.keyHash === null ? [] : [p.unit.keyHash])))]),
       this.refreshCaps(ids, this.clock.now().getTime()),
       mapLimited(ids.filter((id) => !this.tenant(id).newest), TENANT_READS_IN_FLIGHT, async (id) => {
         const tenant = this.tenant(id);
@@ -293,6 +293,8 @@ export class EventWriter {
       }),
     ]);
     return pending.filter((p) => {
+      // The service's own records (writeUnit.ts) name no key.
+      if (p.unit.keyHash === null) return p.unit.drafts.every((d) => d.tenant === p.tenant);
       const key = activeKeys.get(p.unit.keyHash);
       if (key?.org_id === p.tenant && p.unit.drafts.every((d) => d.tenant === key.org_id)) return true;
       if (!key) this.onInactiveKey(p.unit.keyHash);

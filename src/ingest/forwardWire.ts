@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors';
 import { isEventId, LIMITS, metadataProblem, ZIdempotencyKey } from '../domain/event';
 import { EVENT_FIELDS, type EventField } from '../domain/eventFields';
-import type { EventDraft, WriteUnit } from './writeUnit';
+import type { EventDraft, KeyedWriteUnit } from './writeUnit';
 
 /** The instance-to-instance path; not under /v1 and not in openapi.json. */
 export const FORWARD_PATH = '/internal/forward-events';
@@ -69,11 +69,11 @@ export const ZForwardRequest = z.object({
 });
 
 /** The unit as JSON will carry it (dates become ISO strings, which ZDraft reads back). */
-export function unitToWire(unit: WriteUnit): { drafts: EventDraft[]; key_hash: string; cap_exempt: boolean } {
+export function unitToWire(unit: KeyedWriteUnit): { drafts: EventDraft[]; key_hash: string; cap_exempt: boolean } {
   return { drafts: unit.drafts, key_hash: unit.keyHash, cap_exempt: unit.capExempt };
 }
 
-export function unitFromWire(wire: z.output<typeof ZWireUnit>): WriteUnit {
+export function unitFromWire(wire: z.output<typeof ZWireUnit>): KeyedWriteUnit {
   return { drafts: wire.drafts, keyHash: wire.key_hash, capExempt: wire.cap_exempt };
 }
 

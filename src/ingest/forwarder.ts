@@ -12,7 +12,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import { writeUnconfirmed } from './eventWriter';
-import type { WriteUnit } from './writeUnit';
+import type { KeyedWriteUnit } from './writeUnit';
 import { FORWARD_PATH, INSTANCE_MAC_HEADER, MAX_FORWARD_EVENTS, parseWire, type TPlacement, unitToWire, ZForwardResponse } from './forwardWire';
 import type { InstanceAuth } from './instanceAuth';
 import type { Peer } from './instances';
@@ -21,7 +21,7 @@ import type { Peer } from './instances';
 export const UNDELIVERED = Symbol('undelivered');
 
 interface Forward {
-  unit: WriteUnit;
+  unit: KeyedWriteUnit;
   resolve: (outcome: TPlacement[] | typeof UNDELIVERED) => void;
   reject: (error: unknown) => void;
 }
@@ -68,7 +68,7 @@ export class Forwarder {
   ) {}
 
   /** Resolves with the events' places, or UNDELIVERED; rejects with the receiving writer's refusal. */
-  forward(peer: Peer, unit: WriteUnit): Promise<TPlacement[] | typeof UNDELIVERED> {
+  forward(peer: Peer, unit: KeyedWriteUnit): Promise<TPlacement[] | typeof UNDELIVERED> {
     let lane = this.lanes.get(peer.id);
     if (!lane || lane.peer.url !== peer.url) {
       lane = { peer, queue: [], scheduled: false, inFlight: 0, quiet: [] };

@@ -14,7 +14,7 @@ import type { Stores } from '../db/stores';
 import type { EventDoc } from '../db/documents';
 import { claimIdOf, type IdempotencyRepository } from '../db/idempotencyRepository';
 import type { EventWriter, WriterStats } from './eventWriter';
-import { unitTenant, type EventDraft, type WriteUnit } from './writeUnit';
+import { unitTenant, type EventDraft, type KeyedWriteUnit } from './writeUnit';
 import { Forwarder, UNDELIVERED } from './forwarder';
 import type { TPlacement } from './forwardWire';
 import type { InstanceAuth } from './instanceAuth';
@@ -53,7 +53,7 @@ export class Ingest {
   }
 
   /** Stores a write unit, here or at its organization's writer (EventWriter.write); resolves once all are durable. */
-  async write(unit: WriteUnit): Promise<EventDoc[]> {
+  async write(unit: KeyedWriteUnit): Promise<EventDoc[]> {
     if (unit.drafts.length === 0) return [];
     const owner = this.instances.ownerOf(unitTenant(unit));
     if (owner === this.instances.self) return this.writer.write(unit);
@@ -79,11 +79,20 @@ export class Ingest {
   }
 
   /**
+   * The service's own record of a change to an organization (services/selfAudit.ts): written by this
+   * instance whoever writes the organization (the unique (tenant, seq) index keeps that exact, at the
+   * cost of a lost race or two), with no key to check and no cap to count against.
+   */
+  async writeOwn(drafts: EventDraft[]): Promise<EventDoc[]> {
+    return drafts.length === 0 ? [] : this.writer.write({ drafts, keyHash: null, capExempt: true });
+  }
+
+  /**
    * A write another instance forwarded here: written here, whatever this instance's view of the owner.
    * A cap exemption is taken only where this instance can check it: the events complete the request of
    * an idempotency claim of their organization (services/idempotency.ts).
    */
-  async writeForwarded(unit: WriteUnit): Promise<EventDoc[]> {
+  async writeForwarded(unit: KeyedWriteUnit): Promise<EventDoc[]> {
     if (unit.capExempt && !(await this.claimed(unit.drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: a cap exemption that no idempotency claim backs');
     return this.writer.write(unit);
   }

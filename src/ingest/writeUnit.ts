@@ -11,8 +11,12 @@ export type EventDraft = Omit<EventDoc, 'seq' | 'month' | 'month_seq'>;
 export interface WriteUnit {
   /** One or more events of one organization, in order. */
   drafts: EventDraft[];
-  /** The hash of the API key that sent them: checked again, for the whole round, just before the write. */
-  keyHash: string;
+  /**
+   * The hash of the API key that sent them: checked again, for the whole round, just before the write.
+   * Null for the service's own records of changes to an organization (services/selfAudit.ts): made in
+   * this process, written here (never forwarded, never read from the wire) and counted against no cap.
+   */
+  keyHash: string | null;
   /**
    * The cap counted these events already: some of them may be stored (the request that first sent them
    * died midway, or a round lost a race midway), and a unit once begun is completed. Only an
@@ -27,3 +31,6 @@ export function unitTenant(unit: WriteUnit): string {
   if (!first) throw new RangeError('a write unit holds at least one event');
   return first.tenant;
 }
+
+/** A unit an API key sent: the only kind that travels between instances. */
+export type KeyedWriteUnit = WriteUnit & { keyHash: string };

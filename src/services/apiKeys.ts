@@ -6,6 +6,7 @@ import { type Scope, SCOPES } from '../domain/apiKey';
 import type { Clock } from '../domain/time';
 import { apiKeyView, type ApiKeyRepository, type ApiKeyView } from '../db/apiKeyRepository';
 import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
+import { actorOf, type SelfAudit } from './selfAudit';
 
 export const ZApiKeyName = text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
 export const ZCreateApiKeyInput = z.strictObject({
@@ -19,12 +20,14 @@ export class ApiKeyService {
   constructor(
     private readonly keys: ApiKeyRepository,
     private readonly auth: ApiKeyAuthenticator,
+    private readonly audit: SelfAudit,
     private readonly clock: Clock,
   ) {}
 
   /** Creates a key; the answer is the only place its value ever appears. */
   async create(principal: SessionPrincipal, name: string, scopes: readonly Scope[] = SCOPES): Promise<{ key: string; apiKey: ApiKeyView }> {
     const { doc, key } = await this.keys.forOrg(principal.tenant).create(name, this.clock.now(), scopes);
+    await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.key.created', { type: 'api_key', id: doc.key_id, name }, { scopes: [...scopes] });
     return { key, apiKey: apiKeyView(doc) };
   }
 
@@ -37,6 +40,7 @@ export class ApiKeyService {
     const doc = await this.keys.forOrg(principal.tenant).revoke(keyId, this.clock.now());
     if (!doc) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
     this.auth.forget(doc._id);
+    await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.key.revoked', { type: 'api_key', id: doc.key_id, name: doc.name });
     return apiKeyView(doc);
   }
 }

@@ -12,13 +12,19 @@ import { bearerToken, hashApiKey, looksLikeApiKey, type Scope, scopesOf } from '
 import { LAST_USED_GRANULARITY_MS, type ApiKeyRepository } from '../db/apiKeyRepository';
 import type { ApiKeyDoc } from '../db/documents';
 import type { Clock } from '../domain/time';
+import type { Role } from '../domain/roles';
 
 /** A caller that holds an API key: the only kind that can write events. */
 export type ApiKeyPrincipal = { kind: 'apiKey'; tenant: string; keyId: string; keyHash: string; scopes: readonly Scope[] };
-/** A person signed in to the dashboard (services/accounts.ts). */
-export type SessionPrincipal = { kind: 'session'; tenant: string; accountId: string; sessionHash: string };
-/** Whoever reads: everything a read needs is the tenant. */
-export type Principal = ApiKeyPrincipal | SessionPrincipal;
+/** A person signed in to the dashboard (services/accounts.ts), acting in one organization with their role there. */
+export type SessionPrincipal = { kind: 'session'; tenant: string; accountId: string; email: string; role: Role; sessionHash: string };
+/**
+ * One of an organization's customers with a viewer token (services/viewer.ts): reads only events whose
+ * organization_id is `organizationId` (and, when `actions` is set, whose action is among them).
+ */
+export type ViewerPrincipal = { kind: 'viewer'; tenant: string; organizationId: string; actions: readonly string[] | null; expiresAt: Date };
+/** Whoever reads: the tenant, and for a viewer the part of it they may see (services/events.ts). */
+export type Principal = ApiKeyPrincipal | SessionPrincipal | ViewerPrincipal;
 
 /** What the caller is about to do: reads need a fresh lookup, writes are checked again at commit. */
 export type AuthPurpose = 'read' | 'write';

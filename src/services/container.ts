@@ -31,6 +31,13 @@ import { StreamService } from './streams';
 import { StreamStore } from '../db/streamStore';
 import { StreamDeliverer } from '../streams/deliverer';
 import { SecretBox } from '../streams/secretBox';
+import { InvitationRepository } from '../db/invitationRepository';
+import { MemberRepository } from '../db/memberRepository';
+import { keyDerivedFrom } from '../domain/ledger/note';
+import { Mailer } from './mailer';
+import { MemberService } from './members';
+import { SelfAudit } from './selfAudit';
+import { ViewerTokens } from './viewer';
 import { EventSource } from '../streams/eventSource';
 
 export interface Services {
@@ -52,6 +59,14 @@ export interface Services {
   /** Writes with an Idempotency-Key (used by `events`; here for its metrics). */
   idempotent: IdempotentWrites;
   accounts: AccountService;
+  /** Members, roles and invitations. */
+  members: MemberService;
+  /** The service's own audit events in each organization's log. */
+  selfAudit: SelfAudit;
+  /** Viewer tokens for an organization's customers. */
+  viewerTokens: ViewerTokens;
+  /** Invitation mail (null: SMTP_URL unset). */
+  mailer: Mailer | null;
   keys: ApiKeyService;
   usage: UsageService;
   /** Log streams: managed through `streams`, delivered by `streamDelivery` (started by main.ts). */
@@ -67,7 +82,7 @@ export interface Services {
 export async function createServices(
   db: Db,
   /** From loadConfig, the one source of every default; `ledger` where this process signs (without it, the ledger serves reads and never signs). */
-  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs' | 'streams'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
+  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs' | 'streams' | 'publicUrl' | 'mail' | 'viewer'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -106,6 +121,12 @@ export async function createServices(
   const box = SecretBox.fromSigner(config.ledger?.signer ?? null);
   const streamDelivery = new StreamDeliverer(streamStore, streamEvents, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
+  const selfAudit = new SelfAudit(ingest, clock);
+  const memberRepo = new MemberRepository(c);
+  const sessions = new SessionRepository(c);
+  const accounts = new AccountService(new AccountRepository(c), memberRepo, sessions, orgs, throttle, selfAudit, clock, log);
+  const mailer = config.mail ? new Mailer(config.mail.smtpUrl, config.mail.from) : null;
+  const viewerSecret = config.ledger?.signer ? keyDerivedFrom(config.ledger.signer, 'audit-ledger/viewer-token/v1') : null;
   return {
     db,
     orgs,
@@ -118,10 +139,14 @@ export async function createServices(
     ledgerAudit: new AuditSchedule(orgs, ledgerStore, witnessStore, config.ledger?.signer ?? null, log),
     events,
     idempotent,
-    accounts: new AccountService(new AccountRepository(c), new SessionRepository(c), orgs, throttle, clock, log),
-    keys: new ApiKeyService(apiKeys, auth, clock),
+    accounts,
+    members: new MemberService(memberRepo, new InvitationRepository(c), sessions, orgs, accounts, selfAudit, mailer, config.publicUrl, clock, log),
+    selfAudit,
+    viewerTokens: new ViewerTokens(viewerSecret, apiKeys, { maxMinutes: config.viewer.maxMinutes, publicUrl: config.publicUrl }, clock),
+    mailer,
+    keys: new ApiKeyService(apiKeys, auth, selfAudit, clock),
     usage: new UsageService(events, orgs, clock),
-    streams: new StreamService(streamStore, (tenant) => stores.events(tenant), box, streamDelivery, clock),
+    streams: new StreamService(streamStore, (tenant) => stores.events(tenant), box, streamDelivery, selfAudit, clock),
     streamDelivery,
     // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
     sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => ingest.instances.share),

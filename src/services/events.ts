@@ -41,6 +41,28 @@ export function toEventQuery(filters: TEventFilters): EventQuery {
   };
 }
 
+/**
+ * The query a principal's filters make. A viewer's is narrowed to its organization_id value and actions;
+ * a filter that asks for anything outside them is refused (403), never silently widened or emptied.
+ */
+export function queryFor(principal: Principal, filters: TEventFilters): EventQuery {
+  const query = toEventQuery(filters);
+  if (principal.kind !== 'viewer') return query;
+  if (filters.organization_id !== undefined && filters.organization_id !== principal.organizationId) {
+    throw new AppError('OUTSIDE_VIEWER_SCOPE', `This viewer token shows only organization_id ${principal.organizationId}`, { fields: ['organization_id'] });
+  }
+  if (principal.actions && filters.action !== undefined && !principal.actions.includes(filters.action)) {
+    throw new AppError('OUTSIDE_VIEWER_SCOPE', 'This viewer token does not show that action', { fields: ['action'] });
+  }
+  return { ...query, organization_id: principal.organizationId, ...(principal.actions && filters.action === undefined ? { actions: principal.actions } : {}) };
+}
+
+/** Whether the principal may see this event of its tenant (a viewer only its part). */
+export function visibleTo(principal: Principal, doc: Pick<EventDoc, 'organization_id' | 'action'>): boolean {
+  if (principal.kind !== 'viewer') return true;
+  return doc.organization_id === principal.organizationId && (principal.actions === null || principal.actions.includes(doc.action));
+}
+
 export class EventService {
   private readonly exportSlots: ExportSlots;
 
@@ -102,12 +124,12 @@ export class EventService {
   async get(principal: Principal, id: string): Promise<TEvent> {
     // Not a UUID cannot exist; answering 404 keeps "malformed" and "someone else's" indistinguishable.
     const doc = isEventId(id) ? await this.readerFor(principal).get(id) : null;
-    if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
+    if (!doc || !visibleTo(principal, doc)) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
     return toEvent(doc);
   }
 
   async list(principal: Principal, input: TListEventsInput): Promise<TListEventsOutput> {
-    const query = toEventQuery(input);
+    const query = queryFor(principal, input);
     const after = input.cursor === undefined ? undefined : decodeCursor(input.cursor);
     const { rows, hasMore } = await this.readerFor(principal).page(query, { limit: input.limit ?? DEFAULT_PAGE_SIZE, maxBytes: this.limits.listPageBytes }, after);
     const last: EventDoc | undefined = rows[rows.length - 1];
@@ -128,7 +150,7 @@ export class EventService {
    * early) closes the cursor.
    */
   async export(principal: Principal, filters: TEventFilters, treeSize?: number): Promise<{ docs: Readable; treeSize: number }> {
-    const query = toEventQuery(filters);
+    const query = queryFor(principal, filters);
     const reader = this.readerFor(principal);
     const release = await this.exportSlots.acquire(principal.tenant);
     const cursor = reader.stream(query);

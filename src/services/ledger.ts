@@ -9,7 +9,7 @@ import { leafBytes } from '../domain/ledger/eventHash';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
 import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
-import type { EventService } from './events';
+import { type EventService, visibleTo } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
 import type { Cosigned, Witnesses } from '../ledger/witnesses';
 import { MissingTile } from '../ledger/tileReader';
@@ -114,7 +114,7 @@ export class LedgerService {
       isEventId(id) ? this.events.readerFor(principal).get(id) : null,
       treeSize === undefined ? log.newest() : null,
     ]);
-    if (!doc) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
+    if (!doc || !visibleTo(principal, doc)) throw new AppError('EVENT_NOT_FOUND', MESSAGES.eventNotFound);
     const index = doc.seq - 1;
     const checkpoint = treeSize !== undefined
       ? await this.signedOfSize(log, treeSize, 'tree_size')

@@ -15,6 +15,7 @@ import { newWebhookSecret } from '../streams/destinations/webhook';
 import { DeliveryError } from '../streams/outboundHttp';
 import type { SecretBox } from '../streams/secretBox';
 import type { Principal } from './auth';
+import { actorOf, type SelfAudit } from './selfAudit';
 
 const notFound = () => new AppError('STREAM_NOT_FOUND', 'Stream not found');
 
@@ -24,6 +25,7 @@ export class StreamService {
     private readonly events: (tenant: string) => EventReader,
     private readonly box: SecretBox,
     private readonly deliverer: StreamDeliverer,
+    private readonly audit: SelfAudit,
     private readonly clock: Clock,
   ) {}
 
@@ -52,6 +54,7 @@ export class StreamService {
       throw new AppError('STREAM_LIMIT_REACHED', `An organization can have at most ${MAX_STREAMS_PER_ORG} streams; delete one first`);
     }
     void this.deliverer.scan();
+    await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.stream.created', { type: 'stream', id, name: input.name }, { destination_type: destination.type, format: input.format, start_seq: startSeq });
     const [view] = await this.views(principal.tenant, [{ ...doc, slot: 0 }]);
     return { ...(view as TStream), signing_secret: signingSecret };
   }
@@ -71,12 +74,14 @@ export class StreamService {
     const doc = await this.store.forTenant(principal.tenant).setPaused(id, paused);
     if (!doc) throw notFound();
     void this.deliverer.scan();
+    await this.audit.record(principal.tenant, actorOf(principal), paused ? 'audit_ledger.stream.paused' : 'audit_ledger.stream.resumed', { type: 'stream', id, name: doc.name });
     return (await this.views(principal.tenant, [doc]))[0] as TStream;
   }
 
   async remove(principal: Principal, id: string): Promise<{ deleted: true }> {
     if (!(await this.store.forTenant(principal.tenant).remove(id))) throw notFound();
     void this.deliverer.scan();
+    await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.stream.deleted', { type: 'stream', id });
     return { deleted: true };
   }
 

@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { AuthPurpose, AuthResult } from '../services/auth';
 import type { Services } from '../services/container';
+import { bearerToken } from '../domain/apiKey';
 
 /** The session cookie as a procedure sees it; the HTTP layer implements it (`http/sessionCookie.ts`). */
 export interface SessionCookieJar {
@@ -29,6 +30,8 @@ export interface Context {
   services: Services;
   /** What the `Authorization` header gave: the API-key way in. */
   auth: AuthResult;
+  /** The bearer token of `Authorization`, whatever it is: the viewer's way in (a viewer token). */
+  bearer: string | undefined;
   /** The cookie jar and client address of a /trpc request; null on /v1. */
   web: WebContext | null;
   requestId: string;
@@ -57,6 +60,7 @@ export async function createContext(
     requestId,
     web,
     auth: await services.auth.authenticate(req.headers.authorization, purpose),
+    bearer: bearerToken(req.headers.authorization),
     idempotencyKeyHeader: Array.isArray(idempotencyKeyHeader) ? idempotencyKeyHeader.join(', ') : idempotencyKeyHeader,
     answer: { replayed: false },
   };

@@ -5,7 +5,8 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
-import type { ApiKeyPrincipal, SessionPrincipal } from '../services/auth';
+import type { ApiKeyPrincipal, SessionPrincipal, ViewerPrincipal } from '../services/auth';
+import { can, type Permission } from '../domain/roles';
 import type { Scope } from '../domain/apiKey';
 import type { Context, WebContext } from './context';
 import { toAppError } from './errors';
@@ -13,8 +14,10 @@ import { toAppError } from './errors';
 /** A procedure's meta: trpc-to-openapi's, and the status of a REST success when it is not 200. */
 export type ProcedureMeta = OpenApiMeta & {
   successStatus?: number;
-  /** What an API key needs to call it (every API-key procedure names one; sessions are not scoped). */
+  /** What an API key needs to call it (every API-key procedure names one). */
   scope?: Scope;
+  /** What a member's role needs to call it (every session procedure names one: domain/roles.ts). */
+  permission?: Permission;
 };
 
 const t = initTRPC
@@ -86,12 +89,28 @@ export const unbatched = t.middleware(({ ctx, next }) => {
  * The dashboard's procedures: a signed-in session, never an API key (and API-key procedures never take a
  * session), at most as many calls per session as an API key may make requests.
  */
-export const sessionProcedure = webProcedure.use(async ({ ctx, next }) => {
+export const sessionProcedure = webProcedure.use(async ({ ctx, meta, next }) => {
   const principal: SessionPrincipal = await ctx.services.accounts.requireSession(ctx.web.cookies.token);
+  requirePermission(principal, meta?.permission);
   const verdict = ctx.services.sessionRate.take(principal.sessionHash, Date.now());
   if (!verdict.allowed) {
     throw new AppError('RATE_LIMITED', `Too many requests for this session; retry after ${verdict.retryAfter} s`, { retryAfter: verdict.retryAfter });
   }
+  return next({ ctx: { ...ctx, principal } });
+});
+
+/** 403 unless the member's role has `permission` (ROLE_PERMISSIONS); a procedure that names none is refused to everyone. */
+export function requirePermission(principal: SessionPrincipal, permission: Permission | undefined): void {
+  if (permission === undefined) throw new AppError('INSUFFICIENT_ROLE', 'This operation is not open to dashboard sessions');
+  if (!can(principal.role, permission)) throw new AppError('INSUFFICIENT_ROLE', `Your role (${principal.role}) does not allow this`);
+}
+
+/**
+ * The hosted viewer's procedures: a viewer token in `Authorization: Bearer`, never an API key or a
+ * session; everything it reads is narrowed to the token's part of the organization (services/events.ts).
+ */
+export const viewerProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  const principal: ViewerPrincipal = await ctx.services.viewerTokens.verify(ctx.bearer);
   return next({ ctx: { ...ctx, principal } });
 });
 

@@ -7,6 +7,7 @@ import { getEvent } from './events/get';
 import { listEvents } from './events/list';
 import { router } from './init';
 import { eventProof, ledgerCheckpoint, ledgerConsistency, ledgerKey } from './ledger/procedures';
+import { mintViewerToken, viewerRouter } from './viewer/procedures';
 import { createStream, deleteStream, getStream, listStreams, pauseStream, resumeStream, testStream } from './streams/procedures';
 
 export const appRouter = router({
@@ -32,8 +33,10 @@ export const appRouter = router({
     test: testStream,
     delete: deleteStream,
   }),
+  viewerTokens: router({ create: mintViewerToken }),
   account: accountRouter,
   dashboard: dashboardRouter,
+  viewer: viewerRouter,
 });
 
 /** Imported (as a type only) by frontends and scripts: `createTRPCClient<AppRouter>(…)`. */

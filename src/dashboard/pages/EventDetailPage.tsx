@@ -7,12 +7,15 @@ import { FieldDiff } from '../components/FieldDiff';
 import { fieldChangeOf } from '../lib/fieldChange';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime } from '../lib/format';
+import { useCan } from '../lib/session';
 import { errorStatus, trpc } from '../lib/trpc';
 
 export function EventDetailPage() {
   const { id = '' } = useParams();
   const location = useLocation();
   const event = useQuery({ queryKey: ['events', 'get', id], queryFn: () => trpc.dashboard.events.get.query({ id }), retry: false });
+  // Proofs are verification data: auditors, admins and owners (domain/roles.ts).
+  const verifies = useCan('ledger:verify');
   const back = (
     <Link className="back-link" to={{ pathname: '/events', search: location.search }}>
       ← Back to events
@@ -97,7 +100,7 @@ export function EventDetailPage() {
           </pre>
         </section>
       </div>
-      <EventLedgerCard event={e} />
+      {verifies && <EventLedgerCard event={e} />}
     </div>
   );
 }

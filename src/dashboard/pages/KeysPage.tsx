@@ -5,6 +5,7 @@ import { ShownOnce } from '../components/ShownOnce';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatRelative } from '../lib/format';
 import { KEYS_QUERY_KEY, useApiKeys } from '../lib/queries';
+import { useCan } from '../lib/session';
 import { errorMessage, trpc } from '../lib/trpc';
 
 type KeyView = Awaited<ReturnType<typeof trpc.dashboard.keys.list.query>>[number];
@@ -19,6 +20,8 @@ export function KeysPage() {
   const [scopes, setScopes] = useState<Scope[]>([...ALL_SCOPES]);
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
+  // Revoking is for owners (domain/roles.ts); admins create keys.
+  const mayRevoke = useCan('keys:revoke');
 
   const create = useMutation({
     mutationFn: () => trpc.dashboard.keys.create.mutate({ name, scopes }),
@@ -116,7 +119,7 @@ export function KeysPage() {
                       {k.revoked_at && <div className="muted small">{formatDateTime(k.revoked_at)}</div>}
                     </td>
                     <td className="actions">
-                      {k.status === 'active' && (
+                      {k.status === 'active' && mayRevoke && (
                         <button type="button" className="button danger-outline small" onClick={() => setRevoking(k)}>
                           Revoke
                         </button>

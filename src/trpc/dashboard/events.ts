@@ -3,11 +3,13 @@ import { ZEvent, ZGetEventInput, ZListEventsInput, ZListEventsOutput } from '../
 import { sessionProcedure } from '../init';
 
 export const listSessionEvents = sessionProcedure
+  .meta({ permission: 'events:read' })
   .input(ZListEventsInput)
   .output(ZListEventsOutput)
   .query(({ ctx, input }) => ctx.services.events.list(ctx.principal, input));
 
 export const getSessionEvent = sessionProcedure
+  .meta({ permission: 'events:read' })
   .input(ZGetEventInput)
   .output(ZEvent)
   .query(({ ctx, input }) => ctx.services.events.get(ctx.principal, input.id));

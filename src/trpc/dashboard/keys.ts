@@ -2,8 +2,8 @@
 import { ZCreateApiKeyInput, ZRevokeApiKeyInput } from '../../services/apiKeys';
 import { sessionProcedure } from '../init';
 
-export const listKeys = sessionProcedure.query(({ ctx }) => ctx.services.keys.list(ctx.principal));
+export const listKeys = sessionProcedure.meta({ permission: 'keys:manage' }).query(({ ctx }) => ctx.services.keys.list(ctx.principal));
 
-export const createKey = sessionProcedure.input(ZCreateApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.create(ctx.principal, input.name, input.scopes));
+export const createKey = sessionProcedure.meta({ permission: 'keys:manage' }).input(ZCreateApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.create(ctx.principal, input.name, input.scopes));
 
-export const revokeKey = sessionProcedure.input(ZRevokeApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.revoke(ctx.principal, input.id));
+export const revokeKey = sessionProcedure.meta({ permission: 'keys:revoke' }).input(ZRevokeApiKeyInput).mutation(({ ctx, input }) => ctx.services.keys.revoke(ctx.principal, input.id));

@@ -1,13 +1,14 @@
 /** Everything the dashboard calls besides sign-in: session-authenticated, on /trpc only, not in openapi.json. */
 import { router } from '../init';
-import { login, logout, me, signup } from './account';
+import { acceptInvitation, invitation, login, logout, me, signup, switchOrganization } from './account';
+import { changeRole, inviteMember, leaveOrganization, listMembers, removeMember, revokeInvitation } from './members';
 import { getSessionEvent, listSessionEvents } from './events';
 import { createKey, listKeys, revokeKey } from './keys';
 import { ledgerSummary, sessionConsistency, sessionEventProof } from './ledger';
 import { usageSummary } from './usage';
 import { sessionStreams } from '../streams/procedures';
 
-export const accountRouter = router({ signup, login, logout, me });
+export const accountRouter = router({ signup, login, logout, me, switchOrganization, invitation, acceptInvitation });
 
 export const dashboardRouter = router({
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
@@ -15,4 +16,5 @@ export const dashboardRouter = router({
   usage: usageSummary,
   streams: router(sessionStreams),
   ledger: router({ summary: ledgerSummary, consistency: sessionConsistency }),
+  members: router({ list: listMembers, invite: inviteMember, revokeInvitation, changeRole, remove: removeMember, leave: leaveOrganization }),
 });

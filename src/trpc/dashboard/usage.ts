@@ -2,4 +2,4 @@
 import { ZUsageSummary } from '../../domain/usage';
 import { sessionProcedure } from '../init';
 
-export const usageSummary = sessionProcedure.output(ZUsageSummary).query(({ ctx }) => ctx.services.usage.summary(ctx.principal));
+export const usageSummary = sessionProcedure.meta({ permission: 'events:read' }).output(ZUsageSummary).query(({ ctx }) => ctx.services.usage.summary(ctx.principal));

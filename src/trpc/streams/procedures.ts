@@ -61,11 +61,13 @@ export const deleteStream = apiKeyProcedure
   .mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id));
 
 /** The dashboard's Streams page: the same, with the session's organization. */
+const manageStreams = sessionProcedure.meta({ permission: 'streams:manage' });
+
 export const sessionStreams = {
-  list: sessionProcedure.output(ZStreamList).query(({ ctx }) => ctx.services.streams.list(ctx.principal)),
-  create: sessionProcedure.input(ZCreateStreamInput).output(ZCreatedStream).mutation(({ ctx, input }) => ctx.services.streams.create(ctx.principal, input)),
-  pause: sessionProcedure.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, true)),
-  resume: sessionProcedure.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, false)),
-  test: sessionProcedure.input(ZStreamIdInput).output(ZStreamTestResult).mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id)),
-  remove: sessionProcedure.input(ZStreamIdInput).output(ZDeleted).mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id)),
+  list: manageStreams.output(ZStreamList).query(({ ctx }) => ctx.services.streams.list(ctx.principal)),
+  create: manageStreams.input(ZCreateStreamInput).output(ZCreatedStream).mutation(({ ctx, input }) => ctx.services.streams.create(ctx.principal, input)),
+  pause: manageStreams.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, true)),
+  resume: manageStreams.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, false)),
+  test: manageStreams.input(ZStreamIdInput).output(ZStreamTestResult).mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id)),
+  remove: manageStreams.input(ZStreamIdInput).output(ZDeleted).mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id)),
 };

@@ -1,0 +1,36 @@
+/**
+ * The service's own record of changes to an organization: audit events in that organization's own log
+ * (signed and verifiable like the rest, counted against no cap), with the acting member, key or operator
+ * as actor. The table is the documented list (README, "The service audits itself").
+ */
+export const SELF_AUDIT_ACTIONS = {
+  'audit_ledger.member.invited': 'An invitation was created (resource: the invitation; metadata: email, role)',
+  'audit_ledger.invitation.revoked': 'A pending invitation was revoked',
+  'audit_ledger.member.joined': 'An invitation was accepted (actor: the new member)',
+  'audit_ledger.member.role_changed': 'A member\'s role changed (metadata: from, to)',
+  'audit_ledger.member.removed': 'A member was removed; their sessions in the organization ended',
+  'audit_ledger.member.left': 'A member left the organization',
+  'audit_ledger.key.created': 'An API key was created (metadata: scopes)',
+  'audit_ledger.key.revoked': 'An API key was revoked',
+  'audit_ledger.stream.created': 'A log stream was created (metadata: destination type, format)',
+  'audit_ledger.stream.paused': 'A log stream was paused',
+  'audit_ledger.stream.resumed': 'A log stream was resumed',
+  'audit_ledger.stream.deleted': 'A log stream was deleted',
+  'audit_ledger.organization.plan_changed': 'The plan or monthly cap changed (admin CLI; metadata: from, to)',
+  'audit_ledger.export.run': 'An export was run (metadata: format, filters, tree size; by API key, member or viewer token)',
+  'audit_ledger.signin.failed': 'A sign-in with a member\'s email failed (metadata: client address)',
+} as const;
+
+export type SelfAuditAction = keyof typeof SELF_AUDIT_ACTIONS;
+
+/** The `api_key_id` of the events the service records itself (no key sent them). */
+export const SELF_AUDIT_KEY_ID = 'audit_ledger';
+
+/** Who made a change, as the event's actor shows it (`metadata.actor_type` says which kind). */
+export type AuditActor =
+  | { type: 'member'; accountId: string; email: string; role: string }
+  | { type: 'api_key'; keyId: string }
+  | { type: 'operator' }
+  | { type: 'viewer_token'; organizationId: string }
+  /** Someone not signed in: a failed sign-in's email. */
+  | { type: 'anonymous'; email: string };
