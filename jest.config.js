@@ -8,11 +8,12 @@ const shared = {
   testEnvironment: 'node',
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }],
-    // canonicalize (RFC 8785, for the ledger) ships an ES module only, which jest's CommonJS runtime
-    // cannot load untransformed (Node itself requires it; patches/canonicalize+4.0.0.patch lets it resolve).
-    '/node_modules/canonicalize/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    // canonicalize (RFC 8785, for the ledger) and jose (viewer tokens) ship ES modules only, which jest's
+    // CommonJS runtime cannot load untransformed (Node itself requires them; patches/canonicalize+4.0.0.patch
+    // lets canonicalize resolve).
+    '/node_modules/(canonicalize|jose)/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!canonicalize/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(canonicalize|jose)/)'],
 };
 
 module.exports = {

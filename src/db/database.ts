@@ -98,6 +98,8 @@ const API_KEY_INDEXES: IndexDescription[] = [
 const ACCOUNT_INDEXES: IndexDescription[] = [
   // Sign-in by email; also makes a second sign-up with the same email fail atomically.
   { key: { email: 1 }, name: 'email', unique: true },
+  // Accounts made before members existed, found at start-up (migrateLegacyAccounts): none, once migrated.
+  { key: { org_id: 1 }, name: 'legacy_org' },
 ];
 
 const SESSION_INDEXES: IndexDescription[] = [

@@ -308,7 +308,7 @@ export class EventWriter {
     const now = this.clock.now();
     const todo = pending.map((p) => missing(p));
     const { placements } = place(
-      pending.map((p, i) => ({ tenant: p.tenant, events: (todo[i] ?? []).length, capExempt: p.unit.capExempt })),
+      pending.map((p, i) => ({ tenant: p.tenant, events: (todo[i] ?? []).length, capExempt: p.unit.capExempt, counted: p.unit.keyHash !== null })),
       (tenant) => this.tenant(tenant).newest ?? NO_EVENTS,
       (tenant) => this.tenant(tenant).cap?.value ?? 0,
       utcMonth(now),
@@ -322,8 +322,10 @@ export class EventWriter {
         return;
       }
       const { first } = placement;
+      // The service's own records take sequence numbers, not places in the month's count (placement.ts).
+      const step = owner.unit.keyHash === null ? 0 : 1;
       (todo[i] ?? []).forEach(({ draft, index }, k) => {
-        placed.push({ doc: { ...draft, seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k }, owner, index });
+        placed.push({ doc: { ...draft, seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step }, owner, index });
       });
     });
     return placed;

@@ -20,6 +20,12 @@ export interface Placeable {
   /** How many of its events still need a place. */
   events: number;
   capExempt: boolean;
+  /**
+   * Whether its events count against the cap (false: the service's own records, services/selfAudit.ts).
+   * Uncounted events take sequence numbers but leave the month's count (`monthSeq`) where it was: each
+   * of them carries the count of counted events before it. Default true.
+   */
+  counted?: boolean;
 }
 
 /** A unit's outcome: placed from `first` on (its events at first.seq, first.seq + 1, …), or refused for its tenant's cap in `month`. */
@@ -40,7 +46,12 @@ export function place(
   const placements = units.map((unit): Placement => {
     const last = after.get(unit.tenant) ?? newest(unit.tenant);
     const unitMonth = last.month > month ? last.month : month;
-    const firstMonthSeq = last.month === unitMonth ? last.monthSeq + 1 : 1;
+    const before = last.month === unitMonth ? last.monthSeq : 0;
+    if (unit.counted === false) {
+      after.set(unit.tenant, { seq: last.seq + unit.events, month: unitMonth, monthSeq: before });
+      return { first: { seq: last.seq + 1, month: unitMonth, monthSeq: before } };
+    }
+    const firstMonthSeq = before + 1;
     if (!unit.capExempt && firstMonthSeq + unit.events - 1 > cap(unit.tenant)) return { capped: true, month: unitMonth };
     after.set(unit.tenant, { seq: last.seq + unit.events, month: unitMonth, monthSeq: firstMonthSeq + unit.events - 1 });
     return { first: { seq: last.seq + 1, month: unitMonth, monthSeq: firstMonthSeq } };

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { curlExample } from '../../src/dashboard/lib/curlExample';
 import { DEFAULT_THROTTLE } from '../../src/services/authThrottle';
-import { call, createEvent, eventBody, query, SPEC_CSV_COLUMNS } from '../helpers/api';
+import { call, createEvent, eventBody, query, sentEvents, SPEC_CSV_COLUMNS } from '../helpers/api';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
 
@@ -73,7 +73,9 @@ describe('API keys', () => {
     const exported = await call(`${app.url}/v1/events/export`, { key });
     expect(exported.status).toBe(401);
     const listed = await web.client.dashboard.events.list.query({});
-    expect(listed.data).toHaveLength(1);
+    expect(sentEvents(listed.data)).toHaveLength(1);
+    // The key's creation and revocation are on the organization's own record.
+    expect(listed.data.map((e) => e.action)).toEqual(['audit_ledger.key.revoked', 'user.role_changed', 'audit_ledger.key.created']);
   });
 
   it('one account can neither see nor revoke another account’s keys', async () => {
@@ -96,7 +98,10 @@ describe('events explorer', () => {
     await createEvent(app.url, key, { timestamp: day(3), actor: { id: 'bob' }, action: 'user.role_changed', resource: { type: 'user', id: 'u_1' } });
     await createEvent(app.url, key, { timestamp: day(5), actor: { id: 'alice' }, action: 'user.role_changed', resource: { type: 'user', id: 'u_2' } });
 
-    const all = await web.client.dashboard.events.list.query({ limit: 2 });
+    // The key's creation (now) is the newest event; the three sent are backdated.
+    const newest = await web.client.dashboard.events.list.query({ limit: 1 });
+    expect(newest.data.map((e) => e.action)).toEqual(['audit_ledger.key.created']);
+    const all = await web.client.dashboard.events.list.query({ limit: 2, cursor: newest.next_cursor ?? '' });
     expect(all.data.map((e) => e.timestamp)).toEqual([day(5), day(3)]);
     expect(all.has_more).toBe(true);
     const rest = await web.client.dashboard.events.list.query({ limit: 2, cursor: all.next_cursor ?? '' });
@@ -189,7 +194,8 @@ describe('usage', () => {
     usage = await web.client.dashboard.usage.query();
     // Backdated events still count for the month they were received in.
     expect(usage).toMatchObject({ used: 4, cap: 5, state: 'warning' });
-    expect(usage.daily.at(-1)?.count).toBe(4);
+    // The chart counts every event received, the key's creation record among them (it counts against no cap).
+    expect(usage.daily.at(-1)?.count).toBe(5);
     expect(usage.daily).toHaveLength(30);
     expect(usage.daily.slice(0, -1).filter((d) => d.count !== 0)).toEqual([]);
 
@@ -217,7 +223,8 @@ describe('usage', () => {
       expect(usage.month).toBe('2026-04');
       expect(usage.used).toBe(1);
       expect(usage.daily.slice(-3)).toEqual([
-        { date: '2026-03-30', count: 1 },
+        // The key's creation record (counted by the chart, not against the cap) and one event.
+        { date: '2026-03-30', count: 2 },
         { date: '2026-03-31', count: 2 },
         { date: '2026-04-01', count: 1 },
       ]);
@@ -237,7 +244,7 @@ describe('getting started', () => {
     const [body = '', status] = stdout.trim().split('\n');
     expect(status).toBe('201');
     expect(JSON.parse(body).event).toMatchObject({ action: 'user.role_changed', metadata: { field: 'role', old_value: 'viewer', new_value: 'admin' } });
-    expect((await web.client.dashboard.events.list.query({})).data).toHaveLength(1);
+    expect(sentEvents((await web.client.dashboard.events.list.query({})).data)).toHaveLength(1);
   });
 });
 

@@ -68,3 +68,11 @@ export async function eventually<T>(what: string, probe: () => Promise<T | null 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/**
+ * The events an application sent, without the service's own records (`audit_ledger.*`: keys made,
+ * exports run, … in the organization's own log, services/selfAudit.ts).
+ */
+export function sentEvents<T extends { action: string }>(events: readonly T[]): T[] {
+  return events.filter((e) => !e.action.startsWith('audit_ledger.'));
+}
