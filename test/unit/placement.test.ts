@@ -66,3 +66,18 @@ test('any round: every tenant numbered 1…n without gaps or repeats, and no mon
     { seed: 20, numRuns: 300 },
   );
 });
+
+test('the service\'s own records take sequence numbers but no place in the month\'s count, and are never refused', () => {
+  const at = (seq: number, monthSeq: number): Position => ({ seq, month: '2026-11', monthSeq });
+  const units: Placeable[] = [
+    { tenant: 'a', events: 1, capExempt: false },
+    { tenant: 'a', events: 2, capExempt: true, counted: false },
+    { tenant: 'a', events: 1, capExempt: false },
+    { tenant: 'a', events: 1, capExempt: false },
+  ];
+  const { placements, newest } = place(units, () => at(3, 3), () => 5, '2026-11');
+  expect(placements).toEqual([{ first: at(4, 4) }, { first: at(5, 4) }, { first: at(7, 5) }, { capped: true, month: '2026-11' }]);
+  expect(newest.get('a')).toEqual(at(7, 5));
+  // At the cap already, and in a new month: still placed, counting nothing.
+  expect(place([{ tenant: 'a', events: 1, capExempt: true, counted: false }], () => at(9, 5), () => 5, '2026-12').placements).toEqual([{ first: { seq: 10, month: '2026-12', monthSeq: 0 } }]);
+});
