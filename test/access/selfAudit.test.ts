@@ -57,7 +57,7 @@ test('every change to an organization is on its own record, with who made it, an
   const invitation = await owner.client.dashboard.members.invite.mutate({ email: inviteeEmail, role: 'viewer' });
   // With PUBLIC_URL and SMTP_URL set: a full link, mailed.
   expect(invitation.url).toBe(`https://ledger.example.com/invite/${invitation.token}`);
-  const mail = await eventually('the invitation mail', async () => mails.find((m) => m.to === inviteeEmail));
+  const mail = await eventually('the invitation mail', () => Promise.resolve(mails.find((m) => m.to === inviteeEmail)));
   // The body as sent: quoted-printable (soft line breaks, =XX escapes) undone.
   const body = mail.text.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
   expect(body).toContain(invitation.url);

@@ -82,7 +82,7 @@ test('the viewer lists, reads, proves and exports only its organization_id\'s ev
 
   const csv = await call(`${app.url}/viewer/export?format=csv&token=${token}`);
   expect(csv.status).toBe(200);
-  const rows = parse(csv.text, { columns: true }) as { organization_id: string }[];
+  const rows = parse<{ organization_id: string }>(csv.text, { columns: true });
   expect(rows.map((r) => r.organization_id)).toEqual(['cust_a', 'cust_a', 'cust_a']);
   const json = await call(`${app.url}/viewer/export`, { key: token });
   expect((json.body as any[]).map((e) => e.organization_id)).toEqual(['cust_a', 'cust_a', 'cust_a']);

@@ -6,6 +6,9 @@
  * Screenshots of each main page go to test-artifacts/screenshots.
  */
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,7 +155,8 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL('**/events');
     const rows = page.getByTestId('event-row');
     await rows.first().waitFor();
-    expect(await rows.count()).toBe(4);
+    // The four events and, between them by time, the organization's own record of the key's creation.
+    expect(await rows.count()).toBe(5);
     expect(await rows.first().textContent()).toContain('project.archived');
     expect(await rows.last().textContent()).toContain('user_bob');
     await shot('04-events');
@@ -205,7 +209,7 @@ describe('the dashboard in a browser', () => {
     expect(metadata).toEqual({ field: 'role', old_value: 'viewer', new_value: 'admin', ip: '203.0.113.9' });
     for (const text of ['actor_email', 'alice@acme.test', 'resource_name', 'Carol', 'api_key_id']) await page.getByText(text, { exact: true }).first().waitFor();
     // The ledger card: verified here, in Chromium's WebCrypto, against the key this browser now pins.
-    await page.getByTestId('event-checkpoint').getByText(/^Leaf \d, included in checkpoint 4$/).waitFor();
+    await page.getByTestId('event-checkpoint').getByText(/^Leaf \d, included in checkpoint 5$/).waitFor();
     await page.getByTestId('event-proof-verified').waitFor();
     await page.getByTestId('ledger-trust').getByText(/^First checkpoint this browser verified/).waitFor();
     await shot('06-event-detail');
@@ -231,11 +235,13 @@ describe('the dashboard in a browser', () => {
     await page.waitForURL('**/usage');
     await page.getByText('of 10,000 events this month').waitFor();
     expect(await page.locator('.usage-numbers strong').textContent()).toBe('4');
-    await page.getByRole('img', { name: /Events per day, last 30 days: 4 in all/ }).waitFor();
+    // The chart counts every event received, the records of the key's creation and the CSV export too (they count against no cap).
+    await page.getByRole('img', { name: /Events per day, last 30 days: 6 in all/ }).waitFor();
     await shot('07-usage');
 
     // An operator lowers the cap (CLI or plan change): 4 of 5 is the 80% warning.
-    const orgId = (await app.collections.accounts.findOne({ email }))?.org_id ?? '';
+    const accountId = (await app.collections.accounts.findOne({ email }))?._id ?? '';
+    const orgId = (await app.collections.members.findOne({ account_id: accountId }))?.org_id ?? '';
     await app.collections.orgs.updateOne({ _id: orgId }, { $set: { monthly_cap: 5 } });
     await page.reload();
     await page.getByTestId('usage-warning').getByText('You have used 80% of this month').waitFor();
@@ -250,13 +256,16 @@ describe('the dashboard in a browser', () => {
   it('shows the ledger: the newest checkpoint, the verifier key to pin, and how to verify an export', async () => {
     await page.getByRole('link', { name: 'Ledger' }).click();
     await page.waitForURL('**/ledger');
-    // 5 events were stored (the usage step added one); the page polls until the checkpoint covers them.
-    await page.getByTestId('ledger-size').getByText('5', { exact: true }).waitFor();
+    // Every event stored (the usage step added one; the key's creation and the exports are on record); the page polls until the checkpoint covers them.
+    const owner = (await app.collections.accounts.findOne({ email }))?._id ?? '';
+    const tenant = (await app.collections.members.findOne({ account_id: owner }))?.org_id ?? '';
+    const stored = await app.collections.events.countDocuments({ tenant });
+    await page.getByTestId('ledger-size').getByText(String(stored), { exact: true }).waitFor();
     const key = await call(`${app.url}/v1/ledger/key`, { key: apiKey });
     expect(await page.getByTestId('verifier-key').textContent()).toBe(key.body.verifier_key);
     await page.getByText('npx audit-ledger verify --verifier-key').waitFor();
     // The event detail left checkpoint 4 in this browser's memory; the newest extends it, proven here.
-    await page.getByTestId('ledger-trust').getByText('Extends the checkpoint of 4 events this browser verified before: proven, nothing rewritten.').waitFor();
+    await page.getByTestId('ledger-trust').getByText('Extends the checkpoint of 5 events this browser verified before: proven, nothing rewritten.').waitFor();
     // The witnesses: the cosignatures on the installation checkpoint that includes this one, checked here.
     await page.getByTestId('witness-verdict').getByText(/^Checked in this browser: the newest checkpoint is in installation checkpoint \d+, cosigned by acme \(quorum met\)\.$/).waitFor();
     expect(await page.getByTestId('witness-table').textContent()).toContain('unreachable');
@@ -269,12 +278,13 @@ describe('the dashboard in a browser', () => {
 
     // Had the server shown this browser another history before (a checkpoint of 3 events with another
     // root, signed with the real key), the newest checkpoint cannot be proven to extend it: said loudly.
-    const orgId = (await app.collections.accounts.findOne({ email }))?.org_id ?? '';
+    const accountId = (await app.collections.accounts.findOne({ email }))?._id ?? '';
+    const orgId = (await app.collections.members.findOne({ account_id: accountId }))?.org_id ?? '';
     const fork = signNote(checkpointText({ origin: `ledger.test/${orgId}`, size: 3, root: randomBytes(32) }), TEST_LEDGER_SIGNER);
     await page.evaluate(([name, value]: [string, string]) => localStorage.setItem(name, value), [storageKey(orgId), JSON.stringify({ verifier_key: key.body.verifier_key, note: fork, verified_at: new Date().toISOString() })] as [string, string]);
     await page.reload();
     await page.getByRole('alert').getByText('The ledger was rewritten.').waitFor();
-    expect(await page.getByTestId('ledger-rewritten').textContent()).toContain('the checkpoint of 5 events and the one of 3 verified here before are not the same log');
+    expect(await page.getByTestId('ledger-rewritten').textContent()).toContain(`the checkpoint of ${stored} events and the one of 3 verified here before are not the same log`);
     await shot('07e-ledger-rewritten');
     await page.evaluate((name) => localStorage.removeItem(name), storageKey(orgId));
     await page.reload();
@@ -347,6 +357,83 @@ describe('the dashboard in a browser', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot('11-usage-phone');
     await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('invites a viewer who joins by the link, cannot create a key, and the hosted viewer shows only one customer\'s events', async () => {
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.waitForURL('**/members');
+    const viewerEmail = 'customer.success@acme.test';
+    await page.getByLabel('Email', { exact: true }).fill(viewerEmail);
+    await page.locator('select[name="invite-role"]').selectOption('viewer');
+    await page.getByRole('button', { name: 'Create invitation' }).click();
+    const link = await page.getByTestId('invitation-link').inputValue();
+    expect(link).toMatch(new RegExp(`^${app.url}/invite/ali_`));
+    await shot('12-members-invitation');
+
+    // The invitee, in a browser of their own.
+    const theirs = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US', timezoneId: 'UTC' });
+    try {
+      const invitee = await theirs.newPage();
+      const refusals: string[] = [];
+      invitee.on('console', (msg) => {
+        // The refused key creation is a 403 the browser logs; anything else is a problem.
+        if (msg.type() === 'error' && !/status of 403/.test(msg.text())) refusals.push(msg.text());
+      });
+      await invitee.goto(link);
+      await invitee.getByRole('heading', { name: 'Join Acme Security' }).waitFor();
+      await invitee.getByLabel('Choose a password (at least 12 characters)').fill('another long passphrase');
+      await invitee.getByRole('button', { name: 'Create account and join' }).click();
+      await invitee.waitForURL('**/events');
+      expect(await invitee.getByTestId('my-role').textContent()).toBe('viewer');
+      // No key management for a viewer: not in the navigation, and the server refuses it if asked anyway.
+      expect(await invitee.getByRole('link', { name: 'API keys' }).count()).toBe(0);
+      await invitee.goto(`${app.url}/keys`);
+      await invitee.getByText('Your role (viewer) does not allow this').first().waitFor();
+      await invitee.getByLabel('Name').fill('sneaky');
+      await invitee.getByRole('button', { name: 'Create key' }).click();
+      await invitee.getByRole('alert').filter({ hasText: 'Your role (viewer) does not allow this' }).first().waitFor();
+      expect(refusals).toEqual([]);
+    } finally {
+      await theirs.close();
+    }
+    await page.reload();
+    await page.getByTestId('members-table').getByText(viewerEmail).waitFor();
+
+    // The hosted viewer, embedded by the application in its own page, for its customer cust_a.
+    const account = await app.collections.accounts.findOne({ email });
+    const member = await app.collections.members.findOne({ account_id: account?._id ?? '' });
+    const orgId = member?.org_id ?? '';
+    const minter = await app.key(orgId);
+    let newest = '';
+    for (const customer of ['cust_a', 'cust_b', 'cust_a']) newest = (await createEvent(app.url, minter.key, { organization_id: customer, actor: { id: `${customer}_admin` } })).id as string;
+    // Signed into a checkpoint before the viewer asks for its proof.
+    await eventually(async () => (await call(`${app.url}/v1/events/${newest}/proof`, { key: minter.key })).status, 200);
+    const minted = await call(`${app.url}/v1/viewer-tokens`, { key: minter.key, body: { organization_id: 'cust_a' } });
+    expect(minted.status).toBe(201);
+    // The application's own site, on another origin, frames the viewer.
+    const portal = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<!doctype html><title>Portal</title><h1>Acme customer portal</h1><iframe title="audit" src="${app.url}${minted.body.viewer_path as string}" width="1200" height="700"></iframe>`);
+    });
+    portal.listen(0, 'localhost');
+    await once(portal, 'listening');
+    const host = await context.newPage();
+    host.on('console', (msg) => { if (msg.type() === 'error') pageProblems.push(`viewer: ${msg.text()}`); });
+    host.on('pageerror', (error) => pageProblems.push(`viewer pageerror: ${error.message}`));
+    try {
+      await host.goto(`http://localhost:${(portal.address() as AddressInfo).port}/`);
+      const frame = host.frameLocator('iframe[title="audit"]');
+      await frame.getByTestId('viewer-scope').waitFor();
+      const rows = frame.getByTestId('viewer-events').locator('tbody tr');
+      await eventually(() => rows.count(), 2);
+      expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-organization-id')))).toEqual(['cust_a', 'cust_a']);
+      await rows.first().click();
+      await frame.getByTestId('viewer-proof-verified').waitFor({ timeout: 15_000 });
+      await host.screenshot({ path: artifactPath('screenshots', '13-viewer-embedded.png'), fullPage: true });
+    } finally {
+      await host.close();
+      portal.close();
+    }
   });
 
   it('logs out: back to the sign-in page, and the dashboard needs signing in again', async () => {

@@ -20,7 +20,8 @@ export function InvitePage() {
   const accept = useMutation({
     mutationFn: (withPassword: boolean) => trpc.account.acceptInvitation.mutate(withPassword ? { token, password } : { token }),
     onSuccess: (view) => {
-      queryClient.clear();
+      // What was cached belongs to another session; the invitation itself is used up (asking again would be a 404).
+      queryClient.removeQueries({ predicate: (query) => query.queryKey[0] !== 'invitation' });
       queryClient.setQueryData(ME_KEY, view);
       void navigate('/', { replace: true });
     },

@@ -10,11 +10,24 @@ import { createRoot } from 'react-dom/client';
 import { ViewerApp } from './ViewerApp';
 import '../styles.css';
 
+/** This tab's storage, or null where the browser refuses it (a third-party iframe with storage blocked). */
+function tabStorage(): Storage | null {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null;
+  }
+}
+
 const given = new URLSearchParams(window.location.search).get('token');
-// Kept for this tab only; the address bar (and so history and bookmarks) no longer shows it.
-if (given) sessionStorage.setItem('viewer-token', given);
-const token = given ?? sessionStorage.getItem('viewer-token');
-if (given) window.history.replaceState(null, '', '/viewer');
+const storage = tabStorage();
+// Kept for this tab only, and the address bar (history, bookmarks) no longer shows it; where the tab has
+// no storage it stays in the address, so that a reload still works.
+if (given && storage) {
+  storage.setItem('viewer-token', given);
+  window.history.replaceState(null, '', '/viewer');
+}
+const token = given ?? storage?.getItem('viewer-token') ?? null;
 
 const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false, refetchOnWindowFocus: false } } });
 const root = document.getElementById('root');
