@@ -7,7 +7,9 @@
  * (single use, expiry, bound to an email), switching organizations.
  */
 import { randomUUID } from 'node:crypto';
-import { can, type Permission, ROLES, type Role } from '../../src/domain/roles';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { can, type Permission, ROLE_PERMISSIONS, ROLES, type Role } from '../../src/domain/roles';
 import { appRouter } from '../../src/trpc/router';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
@@ -203,4 +205,14 @@ test('an invitation expires after 7 days; an existing account joins with its pas
   } finally {
     await clocked.close();
   }
+});
+
+test('the README\'s role table is ROLE_PERMISSIONS, row for row', () => {
+  const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+  const rows = readme.split('\n').filter((line) => /^\| `[a-zA-Z:]+` \|( ✓ \|| {2}\|){4}/.test(line));
+  const table = Object.fromEntries(rows.map((line) => {
+    const cells = line.split('|').slice(1, 6).map((c) => c.trim());
+    return [cells[0]?.replaceAll('`', ''), ROLES.filter((_, i) => cells[i + 1] === '✓')];
+  }));
+  expect(table).toEqual(Object.fromEntries(Object.entries(ROLE_PERMISSIONS).map(([permission, roles]) => [permission, ROLES.filter((r) => (roles as readonly Role[]).includes(r))])));
 });
