@@ -2,6 +2,7 @@
  * tRPC set-up: meta, error formatting and the base procedures. Every error leaving a procedure is an
  * AppError by the time it reaches a client, whichever surface (REST or /trpc) it uses (`./errors.ts`).
  */
+import { createHash } from 'node:crypto';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
@@ -110,6 +111,9 @@ export function requirePermission(principal: SessionPrincipal, permission: Permi
  * session; everything it reads is narrowed to the token's part of the organization (services/events.ts).
  */
 export const viewerProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  // At the rate a key or a session gets, per token, counted before the token is checked (which reads its key).
+  const verdict = ctx.services.sessionRate.take(`viewer:${createHash('sha256').update(ctx.bearer ?? '').digest('hex')}`, Date.now());
+  if (!verdict.allowed) throw new AppError('RATE_LIMITED', `Too many requests for this viewer token; retry after ${verdict.retryAfter} s`, { retryAfter: verdict.retryAfter });
   const principal: ViewerPrincipal = await ctx.services.viewerTokens.verify(ctx.bearer);
   return next({ ctx: { ...ctx, principal } });
 });

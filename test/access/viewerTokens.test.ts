@@ -163,3 +163,17 @@ test('the hosted page may be framed (VIEWER_FRAME_ANCESTORS), is never cached an
   expect(dashboard.headers.get('x-frame-options')).toBe('DENY');
   expect(dashboard.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
 });
+
+test('a viewer token gets the rate a key or a session gets: 429 RATE_LIMITED past it, before the token is even checked', async () => {
+  const limited = await startTestApp({ label: 'viewer_rate', limits: { ratePerSecond: 1, rateBurst: 3 } });
+  try {
+    const o = await limited.org();
+    const { token } = (await call(`${limited.url}/v1/viewer-tokens`, { key: o.key, body: { organization_id: 'cust_a' } })).body;
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await call(`${limited.url}/trpc/viewer.scope`, { key: token })).status);
+    expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+    expect(statuses.slice(3)).toEqual([429, 429]);
+  } finally {
+    await limited.close();
+  }
+});

@@ -1,7 +1,7 @@
 /** GET /v1/events/export: JSON and CSV bodies, filters, headers, and a client that disconnects. */
 import { parse } from 'csv-parse/sync';
 import { request } from 'node:http';
-import { call, createEvent, query } from '../helpers/api';
+import { call, createEvent, query, sentEvents } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { seedEvents } from '../helpers/seed';
 import { toEvent, toEventJson } from '../../src/db/documents';
@@ -31,7 +31,9 @@ describe('JSON', () => {
     expect(res.headers.get('content-disposition')).toBe('attachment; filename="audit_logs.json"');
     expect(res.body).toHaveLength(120);
     const listed = await call(`${base}?limit=1000`, { key: o.key });
-    expect(res.body).toEqual(listed.body.data);
+    // The list has one more: the export's own record (audit_ledger.export.run), written after the export was pinned.
+    expect(res.body).toEqual(sentEvents(listed.body.data));
+    expect(listed.body.data[0]).toMatchObject({ action: 'audit_ledger.export.run', metadata: { format: 'json', tree_size: 120 } });
   });
 
   test('default format is json; format=json is the same', async () => {
@@ -39,7 +41,9 @@ describe('JSON', () => {
     await create(o, {});
     const a = await call(`${base}/export`, { key: o.key });
     const b = await call(`${base}/export?format=json`, { key: o.key });
-    expect(a.text).toBe(b.text);
+    // The second has the first's record in front.
+    expect(b.body.slice(1)).toEqual(a.body);
+    expect(b.body[0]).toMatchObject({ action: 'audit_ledger.export.run' });
   });
 
   test('an empty result is an empty array', async () => {

@@ -44,12 +44,12 @@ test('objects at sorted keys, gzip\'d JSON lines with receipts and the checkpoin
   expect(created.status).toBe(201);
   expect(created.text).not.toContain(s3.secretAccessKey);
   const delivered = async (n: number) => (await call(`${app.url}/v1/streams/${created.body.id}`, { key: org.key })).body.delivered_seq === n;
-  // In three parts, so that there are several objects.
-  await eventually('400 events in S3', () => delivered(400), 60_000);
+  // In three parts, so that there are several objects. The stream's creation record (audit_ledger.stream.created) is 401.
+  await eventually('401 events in S3', () => delivered(401), 60_000);
   await fill(400, 800);
-  await eventually('800 events in S3', () => delivered(800), 60_000);
+  await eventually('801 events in S3', () => delivered(801), 60_000);
   await fill(800, 1200);
-  await eventually('1200 events in S3', async () => (await call(`${app.url}/v1/streams/${created.body.id}`, { key: org.key })).body.delivered_seq === 1200, 60_000);
+  await eventually('1201 events in S3', () => delivered(1201), 60_000);
 
   const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: 'audit', Prefix: `logs/${org.id}/` }));
   const keys = (listed.Contents ?? []).map((o) => o.Key ?? '');
@@ -67,7 +67,7 @@ test('objects at sorted keys, gzip\'d JSON lines with receipts and the checkpoin
   const verify = () => runCli(['stream', 'verify', '--verifier-key', TEST_LEDGER_SIGNER.text, '--checkpoint', checkpointFile, dir, '--json'], {});
   const good = await verify();
   expect(good.code).toBe(0);
-  expect(JSON.parse(good.stdout)).toMatchObject({ ok: true, organization: org.id, events: 1200, first_seq: 1, last_seq: 1200, verified_size: 1200 });
+  expect(JSON.parse(good.stdout)).toMatchObject({ ok: true, organization: org.id, events: 1201, first_seq: 1, last_seq: 1201, verified_size: 1201 });
 
   // One event changed in place: its hash no longer matches its receipt.
   const [first, second] = files(dir);

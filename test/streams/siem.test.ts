@@ -35,11 +35,13 @@ test('Splunk HEC: the documented envelope, the token, the checkpoint as its own 
   const org = await app.org();
   await fill(org, 30);
   await stream(org, { type: 'splunk', url: receiver.url, token: 'hec-token', index: 'audit', sourcetype: 'audit_ledger:ocsf' }, 'ocsf');
-  await eventually('30 events at Splunk', () => Promise.resolve(receiver.accepted.flatMap((r) => r.body.split('\n')).length >= 31));
+  // The 30 events and the stream's own creation record (audit_ledger.stream.created, 31), and a checkpoint.
+  await eventually('31 events at Splunk', () => Promise.resolve(receiver.accepted.flatMap((r) => r.body.split('\n')).length >= 32));
   expect(receiver.refused).toEqual([]);
   const objects = receiver.accepted.flatMap((r) => r.body.split('\n').map((line) => JSON.parse(line) as Record<string, any>));
   const events = objects.filter((o) => o.sourcetype === 'audit_ledger:ocsf');
-  expect(events).toHaveLength(30);
+  expect(events).toHaveLength(31);
+  expect(events.at(-1)?.event.api.operation).toBe('audit_ledger.stream.created');
   expect(objects.filter((o) => o.sourcetype === 'audit_ledger:checkpoint').length).toBeGreaterThan(0);
   expect(new URL(receiver.accepted[0]?.headers.host ? `http://${receiver.accepted[0].headers.host}` : receiver.url).port).toBe(new URL(receiver.url).port);
   const first = events[0] as Record<string, any>;
@@ -67,14 +69,15 @@ test('Datadog Logs: DD-API-KEY, a JSON array within the documented limits, messa
   const org = await app.org();
   await fill(org, 40);
   await stream(org, { type: 'datadog', url: receiver.url, api_key: 'dd-key', service: 'billing', tags: 'env:test' });
-  await eventually('40 events at Datadog', () => Promise.resolve(receiver.accepted.flatMap((r) => JSON.parse(r.body) as unknown[]).length >= 41));
+  // The 40 events and the stream's own creation record (41), and a checkpoint.
+  await eventually('41 events at Datadog', () => Promise.resolve(receiver.accepted.flatMap((r) => JSON.parse(r.body) as unknown[]).length >= 42));
   expect(receiver.refused).toEqual([]);
   const entries = receiver.accepted.flatMap((r) => JSON.parse(r.body) as Record<string, string>[]);
   const events = entries.filter((e) => e.ddsource === 'audit-ledger');
-  expect(events).toHaveLength(40);
+  expect(events).toHaveLength(41);
   expect(events[0]).toMatchObject({ service: 'billing', ddtags: `audit_ledger_org:${org.id},env:test` });
   const items = events.map((e) => JSON.parse(e.message ?? '') as { event: { actor_id: string }; receipt: { leaf_index: number } });
-  expect(items.map((i) => i.receipt.leaf_index)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+  expect(items.map((i) => i.receipt.leaf_index)).toEqual(Array.from({ length: 41 }, (_, i) => i));
   expect(items[5]?.event.actor_id).toBe('a5');
   const checkpoints = entries.filter((e) => e.ddsource === 'audit-ledger-checkpoint').map((e) => JSON.parse(e.message ?? '') as { audit_ledger_checkpoint: { size: number; note: string } });
   expect(checkpoints.at(-1)?.audit_ledger_checkpoint.size).toBeGreaterThanOrEqual(40);

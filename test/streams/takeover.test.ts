@@ -72,8 +72,9 @@ test('SIGKILL in the middle of a batch: the next process resumes from the last a
   await new Promise((resolve) => first.child.once('exit', resolve));
   receiver.mode = { kind: 'ok' };
   await start();
-  await eventually('all 1000 delivered after the restart', () => Promise.resolve(new Set(webhookItems(receiver).map((i: { event: { id: string } }) => i.event.id)).size >= 1000), 60_000);
-  const repeats = expectCompleteInOrder(receiver, 1000);
+  // The stream's creation record (audit_ledger.stream.created, 1) and the 1000 events.
+  await eventually('all 1001 delivered after the restart', () => Promise.resolve(new Set(webhookItems(receiver).map((i: { event: { id: string } }) => i.event.id)).size >= 1001), 60_000);
+  const repeats = expectCompleteInOrder(receiver, 1001);
   expect(repeats).toBeLessThanOrEqual(500);
   expect((await call(`${servers[1]?.url}/v1/streams/${receiver.streamId}`, { key: org.key, method: 'DELETE' })).status).toBe(200);
   await receiver.stop();
@@ -97,8 +98,9 @@ test('two instances: the stream runs on one; SIGKILL it and the other continues 
   await fill(org, 500);
   await eventually('the other instance delivering', async () => (await metric(other.metricsUrl, 'stream_events_delivered_total')) > 0, 30_000);
   const tookOverMs = Date.now() - killedAt;
-  await eventually('all 1000 delivered', () => Promise.resolve(new Set(webhookItems(receiver).map((i: { event: { id: string } }) => i.event.id)).size >= 1000), 60_000);
-  expectCompleteInOrder(receiver, 1000);
+  // The stream's creation record and the 1000 events.
+  await eventually('all 1001 delivered', () => Promise.resolve(new Set(webhookItems(receiver).map((i: { event: { id: string } }) => i.event.id)).size >= 1001), 60_000);
+  expectCompleteInOrder(receiver, 1001);
   expect(await metric(other.metricsUrl, 'streams_running')).toBe(1);
   expect(await metric(other.metricsUrl, 'stream_events_delivered_total')).toBeGreaterThan(0);
   // Seen gone after 5 s of silence, then one scan: "within seconds".

@@ -37,15 +37,19 @@ async function webhookStream(org: TestOrg, body: Record<string, unknown> = {}): 
 
 const seqsOf = (items: { receipt: { leaf_index: number } }[]) => items.map((item) => item.receipt.leaf_index + 1);
 const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+/** The items of events the test sent, without the organization's own records (its stream's creation, pause, resume). */
+const sentItems = (receiver: Receiver) => webhookItems(receiver).filter((item: { event: { action: string } }) => !item.event.action.startsWith('audit_ledger.'));
 
 test('every event, in sequence order, each as GET returns it with a receipt that hashes to it; signatures verify', async () => {
   const org = await app.org();
   await fill(org, 250);
   const { id, receiver } = await webhookStream(org);
   await fill(org, 150, 'late');
-  await eventually('400 events delivered', () => Promise.resolve(webhookItems(receiver).length >= 400), 30_000);
+  // 400 events, and the stream's own creation record (audit_ledger.stream.created) between them at 251.
+  await eventually('401 events delivered', () => Promise.resolve(webhookItems(receiver).length >= 401), 30_000);
   const items = webhookItems(receiver);
-  expect(seqsOf(items)).toEqual(upTo(400));
+  expect(seqsOf(items)).toEqual(upTo(401));
+  expect(items[250]?.event.action).toBe('audit_ledger.stream.created');
   expect(receiver.refused).toEqual([]);
   const sample = items[123];
   const read = await call(`${app.url}/v1/events/${sample.event.id}`, { key: org.key });
@@ -61,10 +65,10 @@ test('every event, in sequence order, each as GET returns it with a receipt that
   }
   const view = await eventually('the stream caught up', async () => {
     const res = await call(`${app.url}/v1/streams/${id}`, { key: org.key });
-    return res.body.delivered_seq === 400 && res.body;
+    return res.body.delivered_seq === 401 && res.body;
   });
   expect(view).toMatchObject({ state: 'active', lag_events: 0, lag_seconds: null, failing_since: null, format: 'json', destination: { type: 'webhook' } });
-  expect(view.history.reduce((n: number, h: { delivered: number }) => n + h.delivered, 0)).toBe(400);
+  expect(view.history.reduce((n: number, h: { delivered: number }) => n + h.delivered, 0)).toBe(401);
   await receiver.stop();
 });
 
@@ -72,7 +76,8 @@ test('a receiver down, then refusing with Retry-After, then back: everything arr
   const org = await app.org();
   const { id, receiver } = await webhookStream(org);
   await fill(org, 50);
-  await eventually('the first events', () => Promise.resolve(webhookItems(receiver).length >= 50));
+  // The stream's creation record is 1, the events 2…51.
+  await eventually('the first events', () => Promise.resolve(webhookItems(receiver).length >= 51));
   await receiver.stop();
   await fill(org, 120, 'down');
   const failing = await eventually('the stream marked failing', async () => {
@@ -85,10 +90,10 @@ test('a receiver down, then refusing with Retry-After, then back: everything arr
   receiver.mode = { kind: 'status', status: 503, retryAfter: '1' };
   await eventually('a refused attempt', () => Promise.resolve(receiver.refused.length > 0));
   receiver.mode = { kind: 'ok' };
-  await eventually('everything delivered', () => Promise.resolve(webhookItems(receiver).length >= 170), 30_000);
+  await eventually('everything delivered', () => Promise.resolve(webhookItems(receiver).length >= 171), 30_000);
   const seqs = seqsOf(webhookItems(receiver));
   // At least once: a batch may arrive twice, but in order and with nothing missing.
-  expect([...new Set(seqs)]).toEqual(upTo(170));
+  expect([...new Set(seqs)]).toEqual(upTo(171));
   // Never ahead of what was delivered before: a repeat starts at or before the next, never after it.
   let highest = 0;
   for (const seq of seqs) {
@@ -97,7 +102,7 @@ test('a receiver down, then refusing with Retry-After, then back: everything arr
   }
   const view = await eventually('active again', async () => {
     const res = await call(`${app.url}/v1/streams/${id}`, { key: org.key });
-    return res.body.state === 'active' && res.body.delivered_seq === 170 && res.body;
+    return res.body.state === 'active' && res.body.delivered_seq === 171 && res.body;
   });
   expect(view.failing_since).toBeNull();
   expect(view.history.some((h: { failed: number }) => h.failed > 0)).toBe(true);
@@ -112,18 +117,24 @@ test('paused keeps its place and catches up on resume; a failing stream of one o
   const org = await app.org();
   const { id, receiver } = await webhookStream(org);
   await fill(org, 40);
-  await eventually('delivered beside a failing stream', () => Promise.resolve(webhookItems(receiver).length >= 40));
+  // The creation record (1) and the 40 events.
+  await eventually('delivered beside a failing stream', () => Promise.resolve(webhookItems(receiver).length >= 41));
   expect((await call(`${app.url}/v1/streams/${id}/pause`, { key: org.key, body: {} })).body.state).toBe('paused');
   await new Promise((resolve) => setTimeout(resolve, 600));
   await fill(org, 60, 'paused');
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  expect(webhookItems(receiver)).toHaveLength(40);
+  // None of the 60 sent while paused; the pause's own record (42) may have gone before the pause was seen.
+  expect(sentItems(receiver)).toHaveLength(40);
   const paused = (await call(`${app.url}/v1/streams/${id}`, { key: org.key })).body;
-  expect(paused).toMatchObject({ state: 'paused', delivered_seq: 40, lag_events: 60 });
+  expect(paused).toMatchObject({ state: 'paused' });
+  expect([41, 42]).toContain(paused.delivered_seq);
+  expect((paused.delivered_seq as number) + (paused.lag_events as number)).toBe(102);
   expect(paused.lag_seconds).toBeGreaterThan(0);
   await call(`${app.url}/v1/streams/${id}/resume`, { key: org.key, body: {} });
-  await eventually('caught up after resuming', () => Promise.resolve(webhookItems(receiver).length >= 100));
-  expect(seqsOf(webhookItems(receiver))).toEqual(upTo(100));
+  // …and the resume's record, 103.
+  await eventually('caught up after resuming', () => Promise.resolve(webhookItems(receiver).length >= 103));
+  expect(seqsOf(webhookItems(receiver))).toEqual(upTo(103));
+  expect(sentItems(receiver)).toHaveLength(100);
   expect(hang.receiver.accepted).toEqual([]);
   await Promise.all([receiver.stop(), hang.receiver.stop()]);
 });
