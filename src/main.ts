@@ -59,6 +59,8 @@ async function main(): Promise<void> {
   await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${internalPort}`);
   // After joining: which streams this instance delivers depends on the live instances.
   services.streamDelivery.start();
+  // Self-audit records the admin CLI left (it runs no event writer).
+  services.selfAudit.start(2000);
   log.info(
     { port, url, metricsPort, internalPort, embeddedDatabase: database.embedded },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
     internal.close();
     internal.closeIdleConnections();
     await services.streamDelivery.stop();
+    await services.selfAudit.stop();
     await services.ingest.stop();
     await services.integrator.stop();
     await services.ledgerAudit.stop();

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/env';
 import { ApiKeyRepository } from '../db/apiKeyRepository';
+import { AuditOutbox } from '../db/auditOutbox';
 import { connectDatabase } from '../db/connect';
 import { collections, ensureIndexes } from '../db/database';
 import { LedgerStore } from '../db/ledgerStore';
@@ -19,6 +20,8 @@ export interface AdminDatabase {
   apiKeys: ApiKeyRepository;
   ledger: LedgerStore;
   witnesses: WitnessStore;
+  /** Self-audit records of the operator's changes, for a running instance to write (db/auditOutbox.ts). */
+  outbox: AuditOutbox;
 }
 
 /** Runs `use` with the database open; `indexes`: make sure the indexes exist first (commands that write). */
@@ -28,7 +31,7 @@ export async function withAdminDatabase<T>(use: (db: AdminDatabase) => Promise<T
   try {
     const c = collections(database.db);
     if (options.indexes) await ensureIndexes(c);
-    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c) });
+    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c), outbox: new AuditOutbox(c) });
   } finally {
     await database.close();
   }

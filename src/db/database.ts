@@ -3,7 +3,7 @@ import type { Collection, Db, IndexDescription } from 'mongodb';
 import { isDuplicateKey } from './errors';
 import type {
   AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
-  MemberDoc, InvitationDoc, InvitationUseDoc,
+  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc,
 } from './documents';
 
 export interface Collections {
@@ -41,6 +41,8 @@ export interface Collections {
   invitations: Collection<InvitationDoc>;
   /** Used invitations, by invitation id (`_id`): single use, decided by the unique `_id`. */
   invitationUses: Collection<InvitationUseDoc>;
+  /** Self-audit records from the admin CLI, until an instance writes them (a handful: read whole). */
+  auditOutbox: Collection<AuditOutboxDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -67,6 +69,7 @@ export function collections(db: Db): Collections {
     members: db.collection<MemberDoc>('members'),
     invitations: db.collection<InvitationDoc>('invitations'),
     invitationUses: db.collection<InvitationUseDoc>('invitation_uses'),
+    auditOutbox: db.collection<AuditOutboxDoc>('audit_outbox'),
   };
 }
 

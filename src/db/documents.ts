@@ -4,6 +4,7 @@ import type { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
 import type { Scope } from '../domain/apiKey';
 import type { Role } from '../domain/roles';
+import type { AuditActor, AuditResource, SelfAuditAction } from '../domain/selfAudit';
 import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
 import { eventSha256 } from '../domain/ledger/eventHash';
 
@@ -325,4 +326,21 @@ export interface StreamProgressDoc {
   failing: boolean;
   /** Deliveries per minute, the newest last, at most an hour of them. */
   history: { minute: Date; delivered: number; failed: number }[];
+}
+
+/**
+ * A self-audit record made where no event writer runs (the admin CLI), waiting for a running instance
+ * to write it into the organization's log (services/selfAudit.ts, `drainOutbox`). `_id` is the event's
+ * id, chosen here: written twice (two instances draining at once, or a crash before the removal), the
+ * unique `_id` of events stores it once.
+ */
+export interface AuditOutboxDoc {
+  _id: string;
+  tenant: string;
+  actor: AuditActor;
+  action: SelfAuditAction;
+  resource: AuditResource;
+  metadata: Record<string, unknown>;
+  /** When the change was made: the event's timestamp. */
+  at: Date;
 }

@@ -16,7 +16,7 @@ export const SELF_AUDIT_ACTIONS = {
   'audit_ledger.stream.paused': 'A log stream was paused',
   'audit_ledger.stream.resumed': 'A log stream was resumed',
   'audit_ledger.stream.deleted': 'A log stream was deleted',
-  'audit_ledger.organization.plan_changed': 'The plan or monthly cap changed (admin CLI; metadata: from, to)',
+  'audit_ledger.organization.created': 'The organization was created with the admin CLI (metadata: plan, monthly_cap)',
   'audit_ledger.export.run': 'An export was run (metadata: format, filters, tree size; by API key, member or viewer token)',
   'audit_ledger.signin.failed': 'A sign-in with a member\'s email failed (metadata: client address)',
 } as const;
@@ -34,3 +34,10 @@ export type AuditActor =
   | { type: 'viewer_token'; organizationId: string }
   /** Someone not signed in: a failed sign-in's email. */
   | { type: 'anonymous'; email: string };
+
+/** What a change was made to. */
+export interface AuditResource {
+  type: string;
+  id: string;
+  name?: string | null;
+}

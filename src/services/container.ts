@@ -37,6 +37,7 @@ import { keyDerivedFrom } from '../domain/ledger/note';
 import { Mailer } from './mailer';
 import { MemberService } from './members';
 import { SelfAudit } from './selfAudit';
+import { AuditOutbox } from '../db/auditOutbox';
 import { ViewerTokens } from './viewer';
 import { EventSource } from '../streams/eventSource';
 
@@ -121,7 +122,7 @@ export async function createServices(
   const box = SecretBox.fromSigner(config.ledger?.signer ?? null);
   const streamDelivery = new StreamDeliverer(streamStore, streamEvents, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
-  const selfAudit = new SelfAudit(ingest, clock);
+  const selfAudit = new SelfAudit(ingest, new AuditOutbox(c), clock, log);
   const memberRepo = new MemberRepository(c);
   const sessions = new SessionRepository(c);
   const accounts = new AccountService(new AccountRepository(c), memberRepo, sessions, orgs, throttle, selfAudit, clock, log);

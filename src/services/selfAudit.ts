@@ -3,31 +3,36 @@
  * recorded after it is made and its request answers once the record is stored: a change whose record
  * could not be written fails its request, which may be retried (every change here is idempotent to
  * repeat or refused the second time), so no change goes unrecorded without the caller being told.
+ *
+ * The admin CLI runs no event writer: it leaves its records in the outbox (db/auditOutbox.ts), which
+ * every running instance drains every few seconds, writing each under the id the CLI chose.
  */
 import type { TEventFilters } from '../domain/event';
-import { type AuditActor, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
+import type { Logger } from 'pino';
+import type { AuditOutbox } from '../db/auditOutbox';
+import { type AuditActor, type AuditResource, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 import type { Clock } from '../domain/time';
 import type { Ingest } from '../ingest/ingest';
 import { draftsOf, freshStamp } from './idempotency';
 import type { Principal } from './auth';
 
-export interface AuditResource {
-  type: string;
-  id: string;
-  name?: string | null;
-}
-
 export class SelfAudit {
+  private timer: NodeJS.Timeout | null = null;
+  private draining: Promise<void> | null = null;
+
   constructor(
     private readonly ingest: Pick<Ingest, 'writeOwn'>,
+    private readonly outbox: AuditOutbox,
     private readonly clock: Clock,
+    private readonly log: Logger,
   ) {}
 
-  async record(tenant: string, actor: AuditActor, action: SelfAuditAction, resource: AuditResource, metadata: Record<string, unknown> = {}): Promise<void> {
+  /** `given`: the event's id and time, for a record made elsewhere (the outbox's). */
+  async record(tenant: string, actor: AuditActor, action: SelfAuditAction, resource: AuditResource, metadata: Record<string, unknown> = {}, given?: { id: string; at: Date }): Promise<void> {
     const now = this.clock.now();
     const who = describe(actor);
     const content = {
-      ts: null,
+      ts: given?.at ?? null,
       actor_id: who.id,
       actor_name: who.name,
       actor_email: who.email,
@@ -39,7 +44,36 @@ export class SelfAudit {
       organization_id: tenant,
     };
     const keyId = actor.type === 'api_key' ? actor.keyId : SELF_AUDIT_KEY_ID;
-    await this.ingest.writeOwn(draftsOf(tenant, [content], freshStamp(1, now, keyId)));
+    const stamp = given ? { ids: [given.id], receivedAt: now, apiKeyId: keyId } : freshStamp(1, now, keyId);
+    await this.ingest.writeOwn(draftsOf(tenant, [content], stamp));
+  }
+
+  /** Writes what the admin CLI left in the outbox, oldest first; each is removed once stored. */
+  async drainOutbox(): Promise<void> {
+    this.draining ??= (async () => {
+      try {
+        for (const doc of await this.outbox.waiting()) {
+          await this.record(doc.tenant, doc.actor, doc.action, doc.resource, doc.metadata, { id: doc._id, at: doc.at });
+          await this.outbox.remove(doc._id);
+        }
+      } catch (err) {
+        this.log.warn({ err }, 'could not write the self-audit outbox; retrying at the next round');
+      } finally {
+        this.draining = null;
+      }
+    })();
+    return this.draining;
+  }
+
+  start(intervalMs: number): void {
+    this.timer ??= setInterval(() => void this.drainOutbox(), intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.draining;
   }
 
   /** An export's record: what was exported, by whom. */

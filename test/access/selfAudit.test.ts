@@ -5,7 +5,7 @@
  * checked offline by `verify`). Invitations are mailed through SMTP when SMTP_URL is set (a real SMTP
  * server on loopback, from the smtp-server package, receives them here).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -133,4 +133,35 @@ test('the records count against no cap: at its cap an organization still records
   const all = (await call(`${app.url}/v1/events?limit=100`, { key: org.key })).body.data as { action: string }[];
   expect(sentEvents(all)).toHaveLength(2);
   expect(all.filter((e) => e.action === 'audit_ledger.export.run')).toHaveLength(4);
+});
+
+test('the admin CLI\'s changes reach the organization\'s record through the outbox a running instance drains', async () => {
+  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+  const org = JSON.parse((await runCli(['org', 'create', '--name', 'Operated', '--json'], env)).stdout) as { id: string };
+  const created = JSON.parse((await runCli(['key', 'create', '--org', org.id, '--name', 'ops', '--scopes', 'events:read', '--json'], env)).stdout) as { id: string };
+  expect((await runCli(['key', 'revoke', created.id], env)).code).toBe(0);
+  const records = await eventually('the CLI\'s records in the log', async () => {
+    const docs = await app.collections.events.find({ tenant: org.id }).sort({ seq: 1 }).toArray();
+    return docs.length >= 3 && docs;
+  });
+  expect(records.map((e) => [e.seq, e.action, e.actor_id, e.resource_id])).toEqual([
+    [1, 'audit_ledger.organization.created', 'operator', org.id],
+    [2, 'audit_ledger.key.created', 'operator', created.id],
+    [3, 'audit_ledger.key.revoked', 'operator', created.id],
+  ]);
+  expect(await app.collections.auditOutbox.countDocuments({})).toBe(0);
+  // Signed like every event: the organization's log has a checkpoint of all three.
+  const reader = await app.key(org.id);
+  await eventually('a checkpoint of the three', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: reader.key })).body.tree_size === 3);
+  // Drained twice (two instances at once, or a crash before the removal): stored once.
+  const again = records[2];
+  await app.collections.auditOutbox.insertOne({ _id: again?._id ?? '', tenant: org.id, actor: { type: 'operator' }, action: 'audit_ledger.key.revoked', resource: { type: 'api_key', id: created.id }, metadata: {}, at: new Date() });
+  await app.services.selfAudit.drainOutbox();
+  expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(3);
+  expect(await app.collections.auditOutbox.countDocuments({})).toBe(0);
+});
+
+test('the README lists every self-audit action with its description', () => {
+  const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+  for (const [action, description] of Object.entries(SELF_AUDIT_ACTIONS)) expect(readme).toContain(`| \`${action}\` | ${description} |`);
 });

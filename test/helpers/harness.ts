@@ -114,6 +114,7 @@ export async function startTestApp(options: {
   const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
   services.integrator.start();
   if (options.deliverStreams !== false) services.streamDelivery.start();
+  services.selfAudit.start(200);
   const http = createHttpApp(services, options.http);
   const { server, url } = await listenOnFreePort(http.listener);
 
@@ -139,6 +140,7 @@ export async function startTestApp(options: {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
       await services.streamDelivery.stop();
+      await services.selfAudit.stop();
       await services.ingest.idle();
       await services.integrator.stop();
       if (!options.sharedDbName) await db.dropDatabase().catch(() => undefined);

@@ -1,4 +1,8 @@
-/** The operator's commands on the database: organizations, keys, and the ledger's audit and reseal. */
+/**
+ * The operator's commands on the database: organizations, keys, and the ledger's audit and reseal.
+ * Changes to an organization are left in the self-audit outbox, which a running instance writes into
+ * the organization's log (services/selfAudit.ts).
+ */
 import { type Scope, SCOPES } from '../../domain/apiKey';
 import { loadConfig } from '../../config/env';
 import { apiKeyView } from '../../db/apiKeyRepository';
@@ -10,6 +14,9 @@ import { LedgerIntegrator } from '../../ledger/integrator';
 import { createLogger } from '../../logger';
 import { installationKey, withAdminDatabase } from '../adminDatabase';
 import { type Command, need, opt, str, UsageError } from '../command';
+import type { AuditActor } from '../../domain/selfAudit';
+
+const OPERATOR: AuditActor = { type: 'operator' };
 
 function parsePlan(value: string | undefined): Plan {
   if (value === undefined) return 'free';
@@ -44,6 +51,7 @@ export const adminCommands: Command[] = [
       const monthlyCap = parseCap(opt(values, 'monthly-cap'));
       return withAdminDatabase(async (db) => {
         const view = db.orgs.view(await db.orgs.create({ name, plan, monthlyCap }, systemClock.now()));
+        await db.outbox.add(view.id, OPERATOR, 'audit_ledger.organization.created', { type: 'organization', id: view.id, name }, { plan: view.plan, monthly_cap: view.monthly_cap }, systemClock.now());
         const json = { id: view.id, name: view.name, plan: view.plan, monthly_cap: view.monthly_cap };
         return { json, text: `Created organization ${view.id} (${view.name}, ${view.plan}, cap ${view.monthly_cap}/month)` };
       }, { indexes: true });
@@ -72,6 +80,7 @@ export const adminCommands: Command[] = [
       return withAdminDatabase(async (db) => {
         if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
         const { doc, key } = await db.apiKeys.forOrg(orgId).create(name, systemClock.now(), scopes);
+        await db.outbox.add(orgId, OPERATOR, 'audit_ledger.key.created', { type: 'api_key', id: doc.key_id, name }, { scopes: [...scopes] }, systemClock.now());
         const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id, scopes: doc.scopes };
         return { json, text: `Created API key ${doc.key_id} for ${orgId} with ${scopes.join(', ')}. It is shown only now:\n${key}` };
       }, { indexes: true });
@@ -101,6 +110,7 @@ export const adminCommands: Command[] = [
       return withAdminDatabase(async (db) => {
         const doc = await db.apiKeys.revoke(keyId, systemClock.now());
         if (!doc) throw new UsageError(`No API key ${keyId}`);
+        await db.outbox.add(doc.org_id, OPERATOR, 'audit_ledger.key.revoked', { type: 'api_key', id: doc.key_id, name: doc.name }, {}, systemClock.now());
         const view = apiKeyView(doc);
         return { json: { id: view.id, status: view.status, revoked_at: view.revoked_at }, text: `Revoked ${view.id}` };
       });
