@@ -49,7 +49,7 @@ export class MemberService {
 
   /** A single-use link for `email` to join with `role`, valid for INVITATION_TTL_MS; mailed when SMTP is set. */
   async invite(principal: SessionPrincipal, email: string, role: Role): Promise<TInvitation & { url: string; token: string }> {
-    if (!canManage(principal.role, role)) throw roleRefused(principal.role, `invite an ${role}`);
+    if (!canManage(principal.role, role)) throw roleRefused(principal.role, `give the role ${role}`);
     const existing = await this.accounts.findByEmail(email);
     if (existing && (await this.members.find(principal.tenant, existing._id))) throw new AppError('ALREADY_MEMBER', ACCOUNT_MESSAGES.alreadyMember, { fields: ['email'] });
     const now = this.clock.now();
@@ -69,7 +69,7 @@ export class MemberService {
   async revokeInvitation(principal: SessionPrincipal, id: string): Promise<{ revoked: true }> {
     const pending = (await this.invitations.pending(principal.tenant, this.clock.now())).find((inv) => inv.id === id);
     if (!pending) throw new AppError('INVITATION_NOT_FOUND', ACCOUNT_MESSAGES.invitationNotFound);
-    if (!canManage(principal.role, pending.role)) throw roleRefused(principal.role, `revoke an invitation for an ${pending.role}`);
+    if (!canManage(principal.role, pending.role)) throw roleRefused(principal.role, `revoke an invitation with the role ${pending.role}`);
     await this.invitations.remove(principal.tenant, id);
     await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.invitation.revoked', { type: 'invitation', id, name: pending.email }, { email: pending.email, role: pending.role });
     return { revoked: true };
@@ -118,7 +118,7 @@ export class MemberService {
 
   async changeRole(principal: SessionPrincipal, accountId: string, role: Role): Promise<TMember> {
     const target = await this.target(principal, accountId);
-    if (!canManage(principal.role, target.role) || !canManage(principal.role, role)) throw roleRefused(principal.role, `change an ${target.role} into an ${role}`);
+    if (!canManage(principal.role, target.role) || !canManage(principal.role, role)) throw roleRefused(principal.role, `change the role ${target.role} into ${role}`);
     if (target.role === role) return memberView(target);
     await this.members.setRole(principal.tenant, accountId, role);
     if (target.role === 'owner' && (await this.members.owners(principal.tenant)) === 0) {
@@ -133,7 +133,7 @@ export class MemberService {
   async remove(principal: SessionPrincipal, accountId: string): Promise<{ removed: true }> {
     const self = accountId === principal.accountId;
     const target = await this.target(principal, accountId);
-    if (!self && !canManage(principal.role, target.role)) throw roleRefused(principal.role, `remove an ${target.role}`);
+    if (!self && !canManage(principal.role, target.role)) throw roleRefused(principal.role, `remove a member with the role ${target.role}`);
     if (!(await this.members.remove(principal.tenant, accountId))) throw new AppError('MEMBER_NOT_FOUND', ACCOUNT_MESSAGES.memberNotFound);
     if (target.role === 'owner' && (await this.members.owners(principal.tenant)) === 0) {
       await this.members.restore(target);
@@ -166,7 +166,7 @@ function checkedNewPassword(password: string): string {
   return parsed.data;
 }
 
-export function roleRefused(role: Role, what: string): AppError {
+function roleRefused(role: Role, what: string): AppError {
   return new AppError('INSUFFICIENT_ROLE', `Your role (${role}) does not allow you to ${what}`);
 }
 

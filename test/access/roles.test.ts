@@ -105,7 +105,7 @@ test('admins manage admins, auditors and viewers but not owners; owners manage e
   const listed = await members.owner.client.dashboard.members.list.query();
   const idOf = (role: Role) => listed.members.find((m) => m.role === role)?.account_id as string;
   const ownerId = idOf('owner');
-  expect(await failure(members.admin.client.dashboard.members.invite.mutate({ email: uniqueEmail('o2'), role: 'owner' }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });
+  expect(await failure(members.admin.client.dashboard.members.invite.mutate({ email: uniqueEmail('o2'), role: 'owner' }))).toEqual({ status: 403, code: 'INSUFFICIENT_ROLE', message: 'Your role (admin) does not allow you to give the role owner' });
   expect(await failure(members.admin.client.dashboard.members.changeRole.mutate({ account_id: ownerId, role: 'viewer' }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });
   expect(await failure(members.admin.client.dashboard.members.remove.mutate({ account_id: ownerId }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });
   expect(await failure(members.admin.client.dashboard.members.changeRole.mutate({ account_id: idOf('viewer'), role: 'owner' }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });

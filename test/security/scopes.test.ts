@@ -75,14 +75,15 @@ test('a key made before scopes existed keeps all three; key create --scopes make
   expect((await call(`${app.url}/v1/events`, { key: auditor.key, body: BODIES['/events'] })).body).toMatchObject({ code: 'INSUFFICIENT_SCOPE', message: 'This API key lacks the scope events:write' });
   expect((await runCli(['key', 'create', '--org', org.id, '--name', 'x', '--scopes', 'events:delete'], env)).code).toBe(2);
 
-  await eventually('a checkpoint of both events', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: auditor.key })).body.tree_size === 2);
+  // Both events and the record of the CLI's key creation (audit_ledger.key.created, written by this instance from the outbox).
+  await eventually('a checkpoint of both events and the record', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: auditor.key })).body.tree_size === 3);
   const dir = mkdtempSync(join(tmpdir(), 'scopes-'));
   try {
     const out = join(dir, 'export.json');
     expect((await runCli(['export', '--url', app.url, '--key', auditor.key, '--out', out, '--with-proofs'], {})).code).toBe(0);
     const verifierKey = (await call(`${app.url}/v1/ledger/key`, { key: auditor.key })).body.verifier_key as string;
     const verified = await runCli(['verify', '--verifier-key', verifierKey, '--events', out, '--proofs', `${out}.proofs.json`, '--state', join(dir, 'state'), '--json'], {});
-    expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, events: 2 });
+    expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, events: 3 });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
