@@ -28,10 +28,8 @@ export class InvitationRepository {
     return insertUnlessTaken(this.c.invitationUses, { _id: invitation.id, account_id: accountId, at: now });
   }
 
-  async remove(orgId: string, id: string): Promise<InvitationDoc | null> {
-    const doc = await this.c.invitations.findOne({ org_id: orgId, id });
-    if (!doc) return null;
-    await this.c.invitations.deleteOne({ _id: doc._id });
-    return doc;
+  /** Deletes an invitation its caller has already read (revoked, or used). */
+  async remove(invitation: InvitationDoc): Promise<void> {
+    await this.c.invitations.deleteOne({ _id: invitation._id });
   }
 }

@@ -70,7 +70,7 @@ export class MemberService {
     const pending = (await this.invitations.pending(principal.tenant, this.clock.now())).find((inv) => inv.id === id);
     if (!pending) throw new AppError('INVITATION_NOT_FOUND', ACCOUNT_MESSAGES.invitationNotFound);
     if (!canManage(principal.role, pending.role)) throw roleRefused(principal.role, `revoke an invitation with the role ${pending.role}`);
-    await this.invitations.remove(principal.tenant, id);
+    await this.invitations.remove(pending);
     await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.invitation.revoked', { type: 'invitation', id, name: pending.email }, { email: pending.email, role: pending.role });
     return { revoked: true };
   }
@@ -108,7 +108,7 @@ export class MemberService {
     if (await this.members.find(invitation.org_id, account._id)) throw new AppError('ALREADY_MEMBER', ACCOUNT_MESSAGES.alreadyMember);
     const now = this.clock.now();
     if (!(await this.invitations.use(invitation, account._id, now))) throw new AppError('INVITATION_USED', ACCOUNT_MESSAGES.invitationUsed);
-    await this.invitations.remove(invitation.org_id, invitation.id);
+    await this.invitations.remove(invitation);
     const member = await this.members.add({ orgId: invitation.org_id, accountId: account._id, email: account.email, role: invitation.role }, now);
     if (!member) throw new AppError('ALREADY_MEMBER', ACCOUNT_MESSAGES.alreadyMember);
     await this.audit.record(invitation.org_id, { type: 'member', accountId: account._id, email: account.email, role: member.role }, 'audit_ledger.member.joined', { type: 'member', id: account._id, name: account.email }, { role: member.role, invitation_id: invitation.id, invited_by: invitation.invited_by });
