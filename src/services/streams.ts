@@ -53,8 +53,8 @@ export class StreamService {
     if (!(await streams.insert(doc, MAX_STREAMS_PER_ORG))) {
       throw new AppError('STREAM_LIMIT_REACHED', `An organization can have at most ${MAX_STREAMS_PER_ORG} streams; delete one first`);
     }
-    void this.deliverer.scan();
     await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.stream.created', { type: 'stream', id, name: input.name }, { destination_type: destination.type, format: input.format, start_seq: startSeq });
+    void this.deliverer.scan();
     const [view] = await this.views(principal.tenant, [{ ...doc, slot: 0 }]);
     return { ...(view as TStream), signing_secret: signingSecret };
   }
