@@ -196,6 +196,8 @@ func run() error {
 			LeafIndex     uint64   `json:"leaf_index"`
 			TreeSize      uint64   `json:"tree_size"`
 			EventSHA256   string   `json:"event_sha256"`
+			Commitment    string   `json:"event_commitment"`
+			Salt          string   `json:"salt"`
 			Leaf          string   `json:"leaf"`
 			InclusionPath []string `json:"inclusion_path"`
 			Checkpoint    string   `json:"checkpoint"`
@@ -211,17 +213,35 @@ func run() error {
 		}
 		var fields struct {
 			EventSHA256 string `json:"event_sha256"`
+			Commitment  string `json:"event_commitment"`
 			Org         string `json:"org"`
 			Seq         uint64 `json:"seq"`
 			V           int    `json:"v"`
 		}
 		decoder := json.NewDecoder(bytes.NewReader(leaf))
 		decoder.DisallowUnknownFields()
-		leafOK := decoder.Decode(&fields) == nil && fields.Seq == p.LeafIndex+1 && fields.V == 1 &&
+		leafOK := decoder.Decode(&fields) == nil && fields.Seq == p.LeafIndex+1 &&
 			newest.Origin == verifier.Name()+"/"+fields.Org
 		// The leaf must commit to the event as returned, hashed here: not to what the server says its hash is.
-		check(fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == event.ID,
-			"event %s: the SHA-256 of its canonical JSON, computed here, is the one its leaf commits to", event.ID)
+		// v1 leaves hold the event's SHA-256; v2 leaves hold SHA-256("audit-ledger/event/v2\n" ‖ salt ‖ JCS(event)).
+		switch fields.V {
+		case 1:
+			leafOK = leafOK && fields.Commitment == "" && p.Salt == ""
+			check(fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == event.ID,
+				"event %s: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to", event.ID)
+		case 2:
+			salt, err := hex.DecodeString(p.Salt)
+			h := sha256.New()
+			h.Write([]byte("audit-ledger/event/v2\n"))
+			h.Write(salt)
+			h.Write(canonical)
+			commitment := hex.EncodeToString(h.Sum(nil))
+			leafOK = leafOK && fields.EventSHA256 == "" && err == nil && len(salt) == 32
+			check(fields.Commitment == commitment && p.Commitment == commitment && p.EventSHA256 == eventHash && p.EventID == event.ID,
+				"event %s: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to", event.ID)
+		default:
+			leafOK = false
+		}
 		path, err := decodeAll(p.InclusionPath)
 		inclusionOK := err == nil && p.Checkpoint == newest.Checkpoint &&
 			proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, cp.Hash) == nil

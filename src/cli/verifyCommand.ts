@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { type TEvent, ZEvent } from '../domain/event';
 import { parseRangeBound } from '../domain/time';
-import { eventSha256, leafBytes } from '../domain/ledger/eventHash';
+import { eventHashes, leafBytes, leafCommitOf } from '../domain/ledger/eventHash';
 import { hashInputOfEvent } from '../domain/eventFields';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
 import { type Checkpoint, parseCheckpoint } from '../domain/ledger/formats';
@@ -165,7 +165,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       record(false, `event ${event.id}: sequence number ${proof.leaf_index + 1} is beyond the signed tree of ${checkpoint.size}`);
       return;
     }
-    const leaf = leafHash(leafBytes(org, proof.leaf_index + 1, eventSha256(hashInputOfEvent(event))));
+    const leaf = leafHash(leafBytes(org, proof.leaf_index + 1, leafCommitOf(eventHashes(hashInputOfEvent(event), proof.salt))));
     if (!verifyInclusion(proof.leaf_index, checkpoint.size, leaf, proof.inclusion_path.map(b64), checkpoint.root)) {
       failedEvents++;
       record(false, `event ${event.id}: not leaf ${proof.leaf_index} of the signed tree (changed, or moved from its place)`);

@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { ZEvent } from '../domain/event';
 import { hashInputOfEvent } from '../domain/eventFields';
-import { eventLeafHash, eventSha256 } from '../domain/ledger/eventHash';
+import { eventHashes, eventLeafHash, leafCommitOf } from '../domain/ledger/eventHash';
+import { type LeafCommit, saltBytes } from '../domain/ledger/formats';
 import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { nodesOf, rootHash } from '../domain/ledger/merkle';
 import { openNote, parseVerifierKey } from '../domain/ledger/note';
@@ -50,11 +51,13 @@ function linesOf(path: string): string[] {
 }
 
 /** The event and receipt of a delivered item, in either format; null for anything else. */
-function itemOf(value: Record<string, unknown>): { event: unknown; receipt: { leaf_index: number; event_sha256: string } } | null {
-  const source = (value.class_uid === 6003 ? value.unmapped : value) as { event?: unknown; receipt?: { leaf_index?: unknown; event_sha256?: unknown } } | undefined;
+function itemOf(value: Record<string, unknown>): { event: unknown; receipt: { leaf_index: number; event_sha256: string; event_commitment?: string; salt?: string } } | null {
+  const source = (value.class_uid === 6003 ? value.unmapped : value) as { event?: unknown; receipt?: Record<string, unknown> } | undefined;
   const receipt = source?.receipt;
   if (!source?.event || typeof receipt?.leaf_index !== 'number' || typeof receipt.event_sha256 !== 'string') return null;
-  return { event: source.event, receipt: { leaf_index: receipt.leaf_index, event_sha256: receipt.event_sha256 } };
+  const { salt, event_commitment: commitment } = receipt;
+  if (salt !== undefined && (typeof salt !== 'string' || !saltBytes(salt) || typeof commitment !== 'string')) return null;
+  return { event: source.event, receipt: { leaf_index: receipt.leaf_index, event_sha256: receipt.event_sha256, ...(typeof salt === 'string' ? { salt, event_commitment: commitment as string } : {}) } };
 }
 
 export async function runVerifyStream(options: { verifierKey: string; dir: string; checkpoint?: string | undefined }): Promise<StreamVerifySummary> {
@@ -66,7 +69,7 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
     if (!ok) failures.push(check);
     return ok;
   };
-  const hashes = new Map<number, string>();
+  const hashes = new Map<number, LeafCommit>();
   let organization: string | null = null;
   const checkpoints = new Map<number, string>();
   let repeats = 0;
@@ -109,8 +112,10 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
         continue;
       }
       const seq = item.receipt.leaf_index + 1;
-      const hash = eventSha256(hashInputOfEvent(event.data));
-      if (hash !== item.receipt.event_sha256) {
+      // The leaf commits to what is computed here, from the event and (v2) its salt: never to the receipt's word.
+      const computed = eventHashes(hashInputOfEvent(event.data), item.receipt.salt);
+      const hash = leafCommitOf(computed);
+      if (computed.event_sha256 !== item.receipt.event_sha256 || computed.event_commitment !== item.receipt.event_commitment) {
         bad++;
         record(false, `${where}: event ${event.data.id} at sequence number ${seq} does not hash to its receipt (changed)`);
         continue;
@@ -118,7 +123,7 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       const before = hashes.get(seq);
       if (before !== undefined) {
         repeats++;
-        if (before !== hash) record(false, `${where}: sequence number ${seq} delivered twice as different events`);
+        if (before.v !== hash.v || before.hash !== hash.hash) record(false, `${where}: sequence number ${seq} delivered twice as different events`);
         continue;
       }
       hashes.set(seq, hash);
@@ -149,7 +154,7 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
     else if (first !== 1) {
       verdicts.push({ ok: true, check: `the stream started at sequence number ${first}: the checkpoints' roots cannot be recomputed without the events before it (check those with export --with-proofs)` });
     } else if (missing === 0) {
-      const leaves = seqs.map((seq) => eventLeafHash(organization, seq, hashes.get(seq) as string));
+      const leaves = seqs.map((seq) => eventLeafHash(organization, seq, hashes.get(seq) as LeafCommit));
       const nodes = nodesOf(leaves);
       for (const [size, root] of [...checkpoints].sort((a, b) => a[0] - b[0])) {
         if (size > last) continue;

@@ -6,7 +6,8 @@ import type { Scope } from '../domain/apiKey';
 import type { Role } from '../domain/roles';
 import type { AuditActor, AuditResource, SelfAuditAction } from '../domain/selfAudit';
 import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
-import { eventSha256 } from '../domain/ledger/eventHash';
+import { type EventHashes, eventHashes, leafCommitOf } from '../domain/ledger/eventHash';
+import type { LeafCommit } from '../domain/ledger/formats';
 
 /**
  * A stored event: the table's fields (src/domain/eventFields.ts; `_id` is the event id, a UUIDv7 as text,
@@ -25,6 +26,11 @@ export interface EventDoc extends StoredEventFields {
   received_at: Date;
   /** The Idempotency-Key the event was sent with, if any (not part of its API form). */
   idempotency_key?: string;
+  /**
+   * The event's salt (64 hex digits), which makes its leaf a v2 leaf (formats.ts); absent on events
+   * written before v2 leaves, whose leaves are v1. Deleted with the event when it is pruned or erased.
+   */
+  salt?: string;
 }
 
 export interface OrgDoc {
@@ -82,9 +88,14 @@ export const toEvent: (doc: EventDoc) => TEvent = toApiEvent;
 /** The same event as JSON text, written without parsing the stored metadata back: the export's hot loop. */
 export const toEventJson: (doc: EventDoc) => string = toApiEventJson;
 
-/** The ledger's hash of a stored event (`domain/ledger/eventHash.ts`), from the stored metadata text as it is. */
-export function eventSha256OfDoc(doc: EventDoc): string {
-  return eventSha256(hashInputOfStored(doc));
+/** The ledger's hashes of a stored event (`domain/ledger/eventHash.ts`), from the stored metadata text as it is. */
+export function eventHashesOfDoc(doc: EventDoc): EventHashes {
+  return eventHashes(hashInputOfStored(doc), doc.salt);
+}
+
+/** What the leaf of a stored event commits to. */
+export function leafCommitOfDoc(doc: EventDoc): LeafCommit {
+  return leafCommitOf(eventHashesOfDoc(doc));
 }
 
 export interface AccountDoc {

@@ -58,6 +58,7 @@ const ZDraft = z.strictObject({
   tenant: id,
   received_at: ZDate,
   idempotency_key: ZIdempotencyKey.optional(),
+  salt: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 }) as unknown as z.ZodType<EventDraft>;
 
 /** A write unit (writeUnit.ts) on the wire. */

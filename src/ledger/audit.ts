@@ -14,7 +14,7 @@ import { eventLeafHash } from '../domain/ledger/eventHash';
 import { leafHash, RootAccumulator } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
-import { eventSha256OfDoc } from '../db/documents';
+import { leafCommitOfDoc } from '../db/documents';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
 import { INSTALLATION, logOrigin } from './integrator';
@@ -111,7 +111,7 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     expected = doc.seq + 1;
     if (doc.seq > size) continue;
     const i = doc.seq - 1;
-    const hash = eventSha256OfDoc(doc);
+    const hash = leafCommitOfDoc(doc);
     const leaf = eventLeafHash(tenant, doc.seq, hash);
     if (!tilesTrusted) {
       if (sequence.whole) fromEvents.push(leaf);

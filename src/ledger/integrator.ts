@@ -18,7 +18,7 @@
  */
 import type { Logger } from 'pino';
 import { checkpointProblem } from '../domain/ledger/checkpoint';
-import { eventLeafHash } from '../domain/ledger/eventHash';
+import { eventLeafHash, type EventHashes, leafCommitOf } from '../domain/ledger/eventHash';
 import { checkpointText } from '../domain/ledger/formats';
 import { leafHash, nodesOf, rootHash } from '../domain/ledger/merkle';
 import { signNote, type Signer } from '../domain/ledger/note';
@@ -26,7 +26,7 @@ import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WID
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { mapLimited } from '../domain/limited';
 import type { Clock } from '../domain/time';
-import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, leafCommitOfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import { describeDbError } from '../db/errors';
 import { checkpointId, type LedgerStore, tileDoc } from '../db/ledgerStore';
 import { MissingTile, TileReader } from './tileReader';
@@ -80,9 +80,8 @@ export interface LedgerOptions {
 }
 
 /** What a write answers about each event: its place in the log and the hash the leaf commits to. */
-export interface Receipt {
+export interface Receipt extends EventHashes {
   leaf_index: number;
-  event_sha256: string;
 }
 
 /**
@@ -118,12 +117,12 @@ interface LogState {
   /** Per tile level, the hashes of the partial tile at the tree's right edge. */
   edges: Buffer[][];
   /**
-   * The event hashes (hex) of events stored here and not integrated yet, by seq: not the documents,
-   * which would otherwise live a second longer than their request. Their leaves are hashed by the round;
-   * their receipts read the hash from here. For the installation log: the entries appended here, by
-   * index + 1.
+   * The hashes of events stored here and not integrated yet, by seq: not the documents, which would
+   * otherwise live a second longer than their request. Their leaves are hashed by the round; their
+   * receipts read the hashes from here. For the installation log: the entries appended here (their
+   * bodies), by index + 1.
    */
-  pending: Map<number, string>;
+  pending: Map<number, EventHashes | string>;
   /** The highest seq known stored: the round integrates up to it. */
   storedTo: number;
   loaded: boolean;
@@ -210,7 +209,7 @@ export class LedgerIntegrator {
       const state = this.state(doc.tenant);
       state.active = now;
       // A halted log keeps nothing more in memory: once resealed, it reads its events back.
-      if (!state.halted) state.pending.set(doc.seq, eventSha256OfDoc(doc));
+      if (!state.halted) state.pending.set(doc.seq, eventHashesOfDoc(doc));
       if (doc.seq > state.storedTo) state.storedTo = doc.seq;
     }
   }
@@ -220,7 +219,8 @@ export class LedgerIntegrator {
    * `pending` (a tenant's seq names one event); others (a replay, an event stored elsewhere) are hashed now.
    */
   receipt(doc: EventDoc): Receipt {
-    return { leaf_index: doc.seq - 1, event_sha256: this.logs.get(doc.tenant)?.pending.get(doc.seq) ?? eventSha256OfDoc(doc) };
+    const known = this.logs.get(doc.tenant)?.pending.get(doc.seq);
+    return { leaf_index: doc.seq - 1, ...(known !== undefined && typeof known !== 'string' ? known : eventHashesOfDoc(doc)) };
   }
 
   /**
@@ -539,12 +539,12 @@ export class LedgerIntegrator {
       // Entry index = seq − 1; `pending` holds the bodies of the entries appended here.
       return this.readLeaves(state, to, (seq) => {
         const body = state.pending.get(seq);
-        return body === undefined ? undefined : leafHash(body);
+        return typeof body === 'string' ? leafHash(body) : undefined;
       }, async (from, upTo) => (await this.store.entriesBetween(from - 1, upTo - 1)).map((e) => ({ seq: e._id + 1, leaf: leafHash(e.body) })), 'installation log entry at seq');
     }
     return this.readLeaves(state, to, (seq) => {
-      const eventHash = state.pending.get(seq);
-      if (eventHash) return eventLeafHash(tenant, seq, eventHash);
+      const hashes = state.pending.get(seq);
+      if (hashes !== undefined && typeof hashes !== 'string') return eventLeafHash(tenant, seq, leafCommitOf(hashes));
       if (state.size === 0) {
         // No signed checkpoint anchors this log, and the events that begin it were not stored here.
         // A log is begun only by the instance that stores its first events; another instance (one that
@@ -554,7 +554,7 @@ export class LedgerIntegrator {
         throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
       }
       return undefined;
-    }, async (from, upTo) => (await this.store.forTenant(tenant).eventsBetween(from, upTo)).map((doc) => ({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, eventSha256OfDoc(doc)) })), `event of ${tenant} at seq`);
+    }, async (from, upTo) => (await this.store.forTenant(tenant).eventsBetween(from, upTo)).map((doc) => ({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, leafCommitOfDoc(doc)) })), `event of ${tenant} at seq`);
   }
 
   /**
@@ -666,7 +666,7 @@ export class LedgerIntegrator {
     const leaves: Buffer[] = [];
     for await (const doc of store.eventsInOrder()) {
       if (doc.seq !== leaves.length + 1) break;
-      leaves.push(eventLeafHash(tenant, doc.seq, eventSha256OfDoc(doc)));
+      leaves.push(eventLeafHash(tenant, doc.seq, leafCommitOfDoc(doc)));
     }
     const size = leaves.length;
     if (anchor) {

@@ -25,6 +25,7 @@ import { claimIdOf, type IdempotencyRepository } from '../db/idempotencyReposito
 import { describeDbError } from '../db/errors';
 import type { EventDraft } from '../ingest/writeUnit';
 import { clientValues, type EventContent } from '../domain/eventFields';
+import { newSalt } from '../domain/ledger/eventHash';
 import type { Ingest } from '../ingest/ingest';
 import type { ApiKeyPrincipal } from './auth';
 
@@ -65,6 +66,7 @@ export function draftsOf(tenant: string, contents: EventContent[], stamp: Stamp)
     ts: content.ts ?? stamp.receivedAt,
     received_at: stamp.receivedAt,
     api_key_id: stamp.apiKeyId,
+    salt: newSalt(),
     ...(stamp.idempotencyKey === undefined ? {} : { idempotency_key: stamp.idempotencyKey }),
   }));
 }

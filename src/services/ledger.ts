@@ -5,10 +5,10 @@ import type { TCheckpoint, TConsistencyProof, TInclusionProof, TInstallationIncl
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { entryBundle, parseTilePath } from '../domain/ledger/tilePaths';
 import { entriesAt, TILE_WIDTH } from '../domain/ledger/tiles';
-import { leafBytes } from '../domain/ledger/eventHash';
+import { leafBytes, leafCommitOf } from '../domain/ledger/eventHash';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
-import { type EventDoc, eventSha256OfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, leafCommitOfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import { type EventService, visibleTo } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
 import type { Cosigned, Witnesses } from '../ledger/witnesses';
@@ -123,14 +123,14 @@ export class LedgerService {
     if (checkpoint.size <= index) {
       throw new AppError('VALIDATION_FAILED', `Invalid request: the tree of size ${checkpoint.size} does not include this event (leaf ${index})`, { fields: ['tree_size'] });
     }
-    const eventSha256 = eventSha256OfDoc(doc);
+    const hashes = eventHashesOfDoc(doc);
     const path = await log.inclusion(index, checkpoint.size);
     return {
       event_id: doc._id,
       leaf_index: index,
       tree_size: checkpoint.size,
-      event_sha256: eventSha256,
-      leaf: b64(leafBytes(doc.tenant, doc.seq, eventSha256)),
+      ...hashes,
+      leaf: b64(leafBytes(doc.tenant, doc.seq, leafCommitOf(hashes))),
       inclusion_path: path.map(b64),
       checkpoint: checkpoint.note,
     };
@@ -158,7 +158,7 @@ export class LedgerService {
     async function* prove(): AsyncGenerator<TSidecarProof> {
       for await (const doc of docs as AsyncIterable<EventDoc>) {
         const index = doc.seq - 1;
-        yield { event_id: doc._id, leaf_index: index, inclusion_path: (await inclusionProof(nodes, index, size)).map(b64) };
+        yield { event_id: doc._id, leaf_index: index, ...(doc.salt === undefined ? {} : { salt: doc.salt }), inclusion_path: (await inclusionProof(nodes, index, size)).map(b64) };
       }
     }
     return { checkpoint, proofs: prove() };
@@ -194,7 +194,7 @@ export class LedgerService {
       }
       const docs = await log.eventsBetween(first + 1, first + width);
       if (docs.length !== width) throw missing();
-      return { body: entryBundle(docs.map((doc) => leafBytes(tenant, doc.seq, eventSha256OfDoc(doc)))), immutable };
+      return { body: entryBundle(docs.map((doc) => leafBytes(tenant, doc.seq, leafCommitOfDoc(doc)))), immutable };
     }
     if (entriesAt(newest.size, level) < first + width) throw missing();
     try {

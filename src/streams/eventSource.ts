@@ -7,7 +7,8 @@
  * each reading every event took three quarters of the ingest rate away, BENCHMARKS.md). Bounded: the
  * newest `capacity` events, all organizations together; older ones are read again when needed.
  */
-import { type EventDoc, eventSha256OfDoc, toEvent, toEventJson } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, toEvent, toEventJson } from '../db/documents';
+import type { EventHashes } from '../domain/ledger/eventHash';
 import type { StreamItem } from '../domain/streamFormats';
 import type { StreamStore } from '../db/streamStore';
 
@@ -23,28 +24,30 @@ export class EventSource {
   ) {}
 
   /** Each event's receipt hash and JSON item, made once for all the streams that send it. */
-  private readonly hashes = new WeakMap<EventDoc, string>();
+  private readonly hashes = new WeakMap<EventDoc, EventHashes>();
   private readonly jsonItems = new WeakMap<EventDoc, string>();
 
   /** The event and its receipt (the OCSF format maps from it). */
   item(doc: EventDoc): StreamItem {
-    return { event: toEvent(doc), receipt: { leaf_index: doc.seq - 1, event_sha256: this.sha(doc) } };
+    return { event: toEvent(doc), receipt: { leaf_index: doc.seq - 1, ...this.sha(doc) } };
   }
 
   /** The JSON format's item as text, `{"event":…,"receipt":…}`, written without parsing the stored metadata back. */
   jsonItem(doc: EventDoc): string {
     let text = this.jsonItems.get(doc);
     if (text === undefined) {
-      text = `{"event":${toEventJson(doc)},"receipt":{"leaf_index":${doc.seq - 1},"event_sha256":"${this.sha(doc)}"}}`;
+      const { event_sha256: sha, event_commitment: commitment, salt } = this.sha(doc);
+      const v2 = commitment === undefined ? '' : `,"event_commitment":"${commitment}","salt":"${salt}"`;
+      text = `{"event":${toEventJson(doc)},"receipt":{"leaf_index":${doc.seq - 1},"event_sha256":"${sha}"${v2}}}`;
       this.jsonItems.set(doc, text);
     }
     return text;
   }
 
-  private sha(doc: EventDoc): string {
+  private sha(doc: EventDoc): EventHashes {
     let hash = this.hashes.get(doc);
     if (hash === undefined) {
-      hash = eventSha256OfDoc(doc);
+      hash = eventHashesOfDoc(doc);
       this.hashes.set(doc, hash);
     }
     return hash;

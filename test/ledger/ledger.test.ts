@@ -3,7 +3,7 @@
  * against the pinned key for every event, consistency between checkpoints, and two server processes on
  * one database signing identical checkpoints.
  */
-import { eventSha256, leafBytes } from '../../src/domain/ledger/eventHash';
+import { eventCommitment, eventSha256, leafBytes } from '../../src/domain/ledger/eventHash';
 import type { TEvent } from '../../src/domain/event';
 import { hashInputOfEvent } from '../../src/domain/eventFields';
 import { leafHash, verifyConsistency, verifyInclusion } from '../../src/domain/ledger/merkle';
@@ -32,7 +32,9 @@ describe('in one process', () => {
   test('every write answers its receipt; every event\'s proof verifies against the signed checkpoint', async () => {
     const org = await app.org();
     const single = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ metadata: { z: 1, a: 'é' } }) });
-    expect(single.body.ledger).toEqual({ leaf_index: 0, event_sha256: eventSha256(hashInputOfEvent(single.body.event)) });
+    const salt = single.body.ledger.salt;
+    expect(salt).toMatch(/^[0-9a-f]{64}$/);
+    expect(single.body.ledger).toEqual({ leaf_index: 0, event_sha256: eventSha256(hashInputOfEvent(single.body.event)), salt, event_commitment: eventCommitment(hashInputOfEvent(single.body.event), salt) });
     const batch = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: 300 }, (_, i) => eventBody({ actor: { id: `l${i}` } })) } });
     expect(batch.body.ledger.map((r: { leaf_index: number }) => r.leaf_index)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
     const events = [single.body.event, ...batch.body.events];
@@ -49,7 +51,9 @@ describe('in one process', () => {
       expect(checkpoint.origin).toBe(`ledger.test/${org.id}`);
       expect(proof.tree_size).toBe(checkpoint.size);
       expect(proof.event_sha256).toBe(eventSha256(hashInputOfEvent(event)));
-      expect(b64(proof.leaf).equals(leafBytes(org.id, i + 1, eventSha256(hashInputOfEvent(event))))).toBe(true);
+      // New events have v2 leaves: the salted commitment, recomputed here from the event and the proof's salt.
+      expect(proof.event_commitment).toBe(eventCommitment(hashInputOfEvent(event), proof.salt));
+      expect(b64(proof.leaf).equals(leafBytes(org.id, i + 1, { v: 2, hash: eventCommitment(hashInputOfEvent(event), proof.salt) }))).toBe(true);
       expect(verifyInclusion(i, checkpoint.size, leafHash(b64(proof.leaf)), proof.inclusion_path.map(b64), checkpoint.root)).toBe(true);
     }
 
@@ -73,7 +77,10 @@ describe('in one process', () => {
     const headers = { 'idempotency-key': 'receipts-1' };
     const written = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });
     expect(written.status).toBe(201);
-    const receipts = written.body.events.map((event: TEvent, i: number) => ({ leaf_index: i, event_sha256: eventSha256(hashInputOfEvent(event)) }));
+    const receipts = written.body.events.map((event: TEvent, i: number) => {
+      const salt = written.body.ledger[i].salt as string;
+      return { leaf_index: i, event_sha256: eventSha256(hashInputOfEvent(event)), salt, event_commitment: eventCommitment(hashInputOfEvent(event), salt) };
+    });
     expect(written.body.ledger).toEqual(receipts);
     // At once (the hashes still wait for integration in this process), then once a checkpoint covers them.
     const early = await call(`${app.url}/v1/events/batch`, { key: org.key, body, headers });

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { eventSha256, leafBytes } from '../../src/domain/ledger/eventHash';
+import { eventCommitment, eventSha256, leafBytes } from '../../src/domain/ledger/eventHash';
 import { hashInputOfEvent } from '../../src/domain/eventFields';
 import { canonicalEventText, canonicalJson, checkpointText, NoteError, parseCheckpoint } from '../../src/domain/ledger/formats';
 
@@ -84,7 +84,8 @@ describe('canonical JSON and what the ledger hashes', () => {
           resource_type: text, resource_id: 'r', resource_name: maybe, metadata: metadata as Record<string, unknown>, organization_id: text, api_key_id: 'k',
         };
         expect(canonicalEventText(hashInputOfEvent(event))).toBe(canonicalJson(event));
-        expect(leafBytes(text, seq, 'ab').toString()).toBe(canonicalJson({ event_sha256: 'ab', org: text, seq, v: 1 }));
+        expect(leafBytes(text, seq, { v: 1, hash: 'ab' }).toString()).toBe(canonicalJson({ event_sha256: 'ab', org: text, seq, v: 1 }));
+        expect(leafBytes(text, seq, { v: 2, hash: 'cd' }).toString()).toBe(canonicalJson({ event_commitment: 'cd', org: text, seq, v: 2 }));
       }),
       { seed: 8785, numRuns: 500 },
     );
@@ -102,6 +103,27 @@ describe('canonical JSON and what the ledger hashes', () => {
       '"resource_id":"user_456","resource_name":null,"resource_type":"user","timestamp":"2024-01-15T10:30:00.000Z"}';
     const hash = createHash('sha256').update(canonical, 'utf8').digest('hex');
     expect(eventSha256(hashInputOfEvent(event))).toBe(hash);
-    expect(leafBytes('org_1', 7, hash).toString()).toBe(`{"event_sha256":"${hash}","org":"org_1","seq":7,"v":1}`);
+    expect(leafBytes('org_1', 7, { v: 1, hash }).toString()).toBe(`{"event_sha256":"${hash}","org":"org_1","seq":7,"v":1}`);
+    // v2: SHA-256 over the domain prefix, the salt's 32 bytes and the same canonical text.
+    const salt = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';
+    const commitment = createHash('sha256').update('audit-ledger/event/v2\n').update(Buffer.from(salt, 'hex')).update(canonical, 'utf8').digest('hex');
+    expect(eventCommitment(hashInputOfEvent(event), salt)).toBe(commitment);
+    expect(leafBytes('org_1', 7, { v: 2, hash: commitment }).toString()).toBe(`{"event_commitment":"${commitment}","org":"org_1","seq":7,"v":2}`);
+  });
+
+  test('a guess of a pruned event cannot be confirmed from its v2 leaf without the salt', () => {
+    const event = {
+      id: '0190c8e4-0000-7000-8000-000000000002', timestamp: '2024-01-15T10:30:00.000Z', actor_id: 'user_9', actor_name: null,
+      actor_email: 'guess@example.com', action: 'user.login', resource_type: 'session', resource_id: 's1', resource_name: null,
+      metadata: {}, organization_id: 'org_1', api_key_id: 'key_1',
+    };
+    const salt = '7f'.repeat(32);
+    const leaf = leafBytes('org_1', 3, { v: 2, hash: eventCommitment(hashInputOfEvent(event), salt) }).toString();
+    // The exact content, guessed right, hashed every way a guesser can without the salt: no match.
+    const guess = hashInputOfEvent(event);
+    expect(leaf).not.toContain(eventSha256(guess));
+    for (const other of ['00'.repeat(32), 'ff'.repeat(32), '7f'.repeat(31) + '7e']) expect(leaf).not.toContain(eventCommitment(guess, other));
+    // With the salt (what the owner of the event holds until it is pruned), it is confirmed.
+    expect(leaf).toContain(eventCommitment(guess, salt));
   });
 });

@@ -1,10 +1,10 @@
 /**
  * What the ledger commits to for each event (node:crypto; the dashboard hashes the same text with
- * WebCrypto): the SHA-256 of the event's canonical JSON (`canonicalEventText`), and the leaf that binds
- * that hash to the organization and the event's place: the JCS of `{"event_sha256","org","seq","v":1}`.
+ * WebCrypto): the SHA-256 of the event's canonical JSON (`canonicalEventText`), the salted commitment
+ * of v2 leaves, and the leaf that binds one of them to the organization and the event's place.
  */
-import { hash } from 'node:crypto';
-import { canonicalEventText, leafJson } from './formats';
+import { hash, randomBytes } from 'node:crypto';
+import { canonicalEventText, commitmentInput, type LeafCommit, leafJson, SALT_BYTES, saltBytes } from './formats';
 import { leafHash } from './merkle';
 
 /** Lowercase hex SHA-256 of the event's canonical JSON; `fields` as `canonicalEventText` takes them. */
@@ -12,12 +12,44 @@ export function eventSha256(fields: Readonly<Record<string, unknown>>): string {
   return hash('sha256', canonicalEventText(fields), 'hex');
 }
 
-/** The leaf bytes of the event at `seq` in organization `org`'s log (`formats.ts`'s `leafJson`). */
-export function leafBytes(org: string, seq: number, eventHash: string): Buffer {
-  return Buffer.from(leafJson(org, seq, eventHash), 'utf8');
+/** A new event's salt: 32 random bytes as hex. */
+export function newSalt(): string {
+  return randomBytes(SALT_BYTES).toString('hex');
 }
 
-/** The Merkle leaf hash of the event at `seq` of `org`'s log whose event hash is `eventHash`. */
-export function eventLeafHash(org: string, seq: number, eventHash: string): Buffer {
-  return leafHash(leafJson(org, seq, eventHash));
+/** What a receipt says of an event: its plain hash, and for a v2 leaf the commitment and the salt. */
+export interface EventHashes {
+  event_sha256: string;
+  event_commitment?: string;
+  salt?: string;
+}
+
+/** The event's hashes, from one canonical text: a salt makes its leaf a v2 leaf. Throws on a malformed salt. */
+export function eventHashes(fields: Readonly<Record<string, unknown>>, salt: string | undefined): EventHashes {
+  const text = canonicalEventText(fields);
+  const sha = hash('sha256', text, 'hex');
+  if (salt === undefined) return { event_sha256: sha };
+  const bytes = saltBytes(salt);
+  if (!bytes) throw new TypeError('a salt is 64 lowercase hex digits');
+  return { event_sha256: sha, event_commitment: hash('sha256', commitmentInput(bytes, text), 'hex'), salt };
+}
+
+/** The v2 commitment of an event's fields under `salt` (what a guess of a pruned event would have to match). */
+export function eventCommitment(fields: Readonly<Record<string, unknown>>, salt: string): string {
+  return eventHashes(fields, salt).event_commitment as string;
+}
+
+/** What the leaf of an event with these hashes commits to. */
+export function leafCommitOf(hashes: EventHashes): LeafCommit {
+  return hashes.event_commitment === undefined ? { v: 1, hash: hashes.event_sha256 } : { v: 2, hash: hashes.event_commitment };
+}
+
+/** The leaf bytes of the event at `seq` in organization `org`'s log (`formats.ts`'s `leafJson`). */
+export function leafBytes(org: string, seq: number, commit: LeafCommit): Buffer {
+  return Buffer.from(leafJson(org, seq, commit), 'utf8');
+}
+
+/** The Merkle leaf hash of the event at `seq` of `org`'s log whose leaf commits to `commit`. */
+export function eventLeafHash(org: string, seq: number, commit: LeafCommit): Buffer {
+  return leafHash(leafJson(org, seq, commit));
 }

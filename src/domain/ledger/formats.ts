@@ -7,7 +7,22 @@
 import canonicalize from 'canonicalize';
 import { EVENT_FIELDS, type EventField } from '../eventFields';
 
-export const LEAF_VERSION = 1;
+/**
+ * Leaf versions. v1 commits to the event's plain SHA-256 (events written before retention existed); v2
+ * to a salted commitment (`commitmentInput`), so that once an event's body and salt are deleted its
+ * leaf, which stays, cannot be used to confirm a guess of its content.
+ */
+export type LeafVersion = 1 | 2;
+/** The domain prefix of a v2 commitment: SHA-256(prefix ‖ salt ‖ JCS(event)). */
+export const COMMITMENT_PREFIX = 'audit-ledger/event/v2\n';
+/** A v2 salt's length: 32 random bytes, written as 64 lowercase hex digits. */
+export const SALT_BYTES = 32;
+
+/** What a leaf commits to: the event's hash (v1) or its salted commitment (v2), lowercase hex. */
+export interface LeafCommit {
+  v: LeafVersion;
+  hash: string;
+}
 export const ALG_ED25519 = 0x01;
 const DASH = '\u2014';
 
@@ -58,11 +73,30 @@ export function canonicalEventText(fields: Readonly<Record<string, unknown>>): s
 
 /**
  * The leaf of the event at `seq` (leaf index seq − 1) in organization `org`'s log: the canonical JSON
- * of `{event_sha256, org, seq, v}`, written out (keys in canonical order; JSON.stringify is RFC 8785's
- * serialization of a well-formed string, which the organization's id is; a test holds it equal).
+ * of `{event_sha256, org, seq, v: 1}` or `{event_commitment, org, seq, v: 2}`, written out (keys in
+ * canonical order; JSON.stringify is RFC 8785's serialization of a well-formed string, which the
+ * organization's id is; a test holds it equal).
  */
-export function leafJson(org: string, seq: number, eventHash: string): string {
-  return `{"event_sha256":"${eventHash}","org":${JSON.stringify(org)},"seq":${seq},"v":${LEAF_VERSION}}`;
+export function leafJson(org: string, seq: number, commit: LeafCommit): string {
+  const field = commit.v === 1 ? 'event_sha256' : 'event_commitment';
+  return `{"${field}":"${commit.hash}","org":${JSON.stringify(org)},"seq":${seq},"v":${commit.v}}`;
+}
+
+/** The bytes a v2 commitment hashes: the domain prefix, the salt's 32 bytes, the event's canonical JSON. */
+export function commitmentInput(salt: Uint8Array, canonicalText: string): Uint8Array {
+  const prefix = new TextEncoder().encode(COMMITMENT_PREFIX);
+  const text = new TextEncoder().encode(canonicalText);
+  const input = new Uint8Array(prefix.length + salt.length + text.length);
+  input.set(prefix);
+  input.set(salt, prefix.length);
+  input.set(text, prefix.length + salt.length);
+  return input;
+}
+
+/** A salt as the API writes it (64 lowercase hex digits) as bytes, or null. */
+export function saltBytes(salt: string): Uint8Array | null {
+  if (!/^[0-9a-f]{64}$/.test(salt)) return null;
+  return Uint8Array.from(salt.match(/../g) as string[], (pair) => parseInt(pair, 16));
 }
 
 /** A key name: non-empty, no space, no `+`, printable. */

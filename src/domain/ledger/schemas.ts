@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { ZEventFilters, ZTreeSizeParam } from '../event';
 import { text } from '../text';
+import { receiptV2Fields } from './receipt';
 
 const base64Hash = z.string().meta({ description: 'A 32-byte SHA-256 hash, standard base64' });
 const size = (what: string) => z.number({ error: 'must be a whole number' }).int('must be a whole number').min(0, 'must not be negative').meta({ description: what });
@@ -70,7 +71,8 @@ export const ZInclusionProof = z
     leaf_index: z.number().int(),
     tree_size: z.number().int(),
     event_sha256: z.string(),
-    leaf: z.string().meta({ description: 'Base64 of the leaf bytes: the RFC 8785 JSON of {"event_sha256","org","seq","v":1}' }),
+    ...receiptV2Fields,
+    leaf: z.string().meta({ description: 'Base64 of the leaf bytes: the RFC 8785 JSON of {"event_sha256","org","seq","v":1} or {"event_commitment","org","seq","v":2}' }),
     inclusion_path: z.array(base64Hash).meta({ description: 'RFC 6962 audit path, from the leaf upwards' }),
     checkpoint: z.string().meta({ description: 'The signed checkpoint of tree_size' }),
   })
@@ -83,7 +85,7 @@ export const ZProofsQuery = ZEventFilters.extend({
 });
 
 /** One event's entry in the proofs sidecar. */
-export const ZSidecarProof = z.object({ event_id: z.string(), leaf_index: z.number().int(), inclusion_path: z.array(base64Hash) });
+export const ZSidecarProof = z.object({ event_id: z.string(), leaf_index: z.number().int(), salt: receiptV2Fields.salt, inclusion_path: z.array(base64Hash) });
 export type TSidecarProof = z.infer<typeof ZSidecarProof>;
 
 /**

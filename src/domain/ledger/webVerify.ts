@@ -6,7 +6,7 @@
  */
 import type { TEvent } from '../event';
 import { hashInputOfEvent } from '../eventFields';
-import { type Checkpoint, canonicalEventText, fromBase64, keyIdInput, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, signaturesBy } from './formats';
+import { type Checkpoint, canonicalEventText, commitmentInput, fromBase64, keyIdInput, type LeafCommit, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, saltBytes, signaturesBy } from './formats';
 import { rootFromInclusion, rootsFromConsistency } from './proofWalk';
 import type { TInclusionProof, TInstallationInclusion } from './schemas';
 import { checkpointBody, cosignatureTime, cosignedMessage, cosignerKeyIdInput, parseCosignerKeyText, splitNote } from './witnessFormats';
@@ -77,9 +77,18 @@ export async function verifyEventInclusion(event: TEvent, proof: TInclusionProof
   const prefix = `${verifier.name}/`;
   if (!checkpoint.origin.startsWith(prefix)) failures.push(`the checkpoint is of the log ${checkpoint.origin}, not one of ${verifier.name}`);
   if (checkpoint.size !== proof.tree_size) failures.push(`the signed checkpoint has ${checkpoint.size} events, not ${proof.tree_size}`);
-  const eventHash = hex(await sha256(utf8(canonicalEventText(hashInputOfEvent(event)))));
+  const text = canonicalEventText(hashInputOfEvent(event));
+  const eventHash = hex(await sha256(utf8(text)));
   if (eventHash !== proof.event_sha256) failures.push('the event differs from the one the server hashed');
-  const leaf = sha256(Uint8Array.of(0), utf8(leafJson(checkpoint.origin.slice(prefix.length), proof.leaf_index + 1, eventHash)));
+  // A v2 leaf commits to the salted commitment, computed here from the event and the proof's salt.
+  let commit: LeafCommit = { v: 1, hash: eventHash };
+  if (proof.salt !== undefined) {
+    const salt = saltBytes(proof.salt);
+    if (!salt) failures.push('the proof\'s salt is not 32 bytes of hex');
+    commit = { v: 2, hash: hex(await sha256(commitmentInput(salt ?? new Uint8Array(), text))) };
+    if (commit.hash !== proof.event_commitment) failures.push('the event differs from the one the server committed to');
+  }
+  const leaf = sha256(Uint8Array.of(0), utf8(leafJson(checkpoint.origin.slice(prefix.length), proof.leaf_index + 1, commit)));
   const path = proof.inclusion_path.map((p) => fromBase64(p));
   const root = path.every((p) => p?.length === 32)
     ? rootFromInclusion(proof.leaf_index, checkpoint.size, leaf, path.map((p) => Promise.resolve(new Uint8Array(p as Uint8Array))), node)
