@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { Binary } from 'mongodb';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import { call, eventBody } from '../helpers/api';
+import { seedEvents } from '../helpers/seed';
 import { listenOnFreePort, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { ROOT } from '../helpers/processes';
 
@@ -72,6 +73,22 @@ test('the Go verifier accepts the key, the checkpoint, every inclusion proof and
   const forged = join(dir, 'forged.checkpoint');
   writeFileSync(forged, readFileSync(saved, 'utf8').replace('\n300\n', '\n299\n'));
   expect((await verify(org, '-events', '1', '-old', forged)).code).toBe(1);
+});
+
+test('v1 and v2 leaves in one log: events from before salts were stored, then new ones, all verify', async () => {
+  const org = await app.org();
+  // Stored without salts (as every event was before v2 leaves), sealed by the operator: v1 leaves.
+  await seedEvents(app, org, 20);
+  await app.services.integrator.reseal(org.id);
+  await write(org, 15);
+  const leaves = await app.collections.events.find({ tenant: org.id }).toArray();
+  expect(leaves.filter((doc) => doc.salt === undefined)).toHaveLength(20);
+  const result = await verify(org, '-events', '35');
+  expect(result.stdout).not.toContain('FAIL');
+  expect(result.code).toBe(0);
+  expect(result.stdout.match(/^ok {4}event .*: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to$/gm)).toHaveLength(20);
+  expect(result.stdout.match(/^ok {4}event .*: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to$/gm)).toHaveLength(15);
+  expect(result.stdout.match(/^ok {4}event .* is leaf \d+ of the signed tree of 35$/gm)).toHaveLength(35);
 });
 
 test('a tile changed in the database makes the proofs fail', async () => {
