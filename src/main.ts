@@ -61,6 +61,7 @@ async function main(): Promise<void> {
   services.streamDelivery.start();
   // Self-audit records the admin CLI left (it runs no event writer).
   services.selfAudit.start(2000);
+  services.retention.start(config.retention.pruneIntervalMs);
   log.info(
     { port, url, metricsPort, internalPort, embeddedDatabase: database.embedded },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
     internal.close();
     internal.closeIdleConnections();
     await services.streamDelivery.stop();
+    await services.retention.stop();
     await services.selfAudit.stop();
     await services.ingest.stop();
     await services.integrator.stop();

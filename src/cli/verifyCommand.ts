@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { type TEvent, ZEvent } from '../domain/event';
 import { parseRangeBound } from '../domain/time';
+import { checkRetention, isRetentionAction, type LogEntry } from '../domain/retention';
 import { eventHashes, leafBytes, leafCommitOf } from '../domain/ledger/eventHash';
 import { hashInputOfEvent } from '../domain/eventFields';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
@@ -135,6 +136,8 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   /** Proofs whose event the export has not shown yet. */
   const proofs = new Map(byId);
   const leaves = new Map<number, string>();
+  /** The log's retention entries among the exported events (their sequence numbers from their proofs). */
+  const retention: LogEntry[] = [];
   let failedEvents = 0;
   let previous: TEvent | undefined;
   items.forEach((item: unknown, position) => {
@@ -169,20 +172,37 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
     if (!verifyInclusion(proof.leaf_index, checkpoint.size, leaf, proof.inclusion_path.map(b64), checkpoint.root)) {
       failedEvents++;
       record(false, `event ${event.id}: not leaf ${proof.leaf_index} of the signed tree (changed, or moved from its place)`);
+    } else if (isRetentionAction(event.action)) {
+      // Only a proven entry is an authority.
+      retention.push({ seq: proof.leaf_index + 1, action: event.action, api_key_id: event.api_key_id, timestamp: event.timestamp, actor_id: event.actor_id, metadata: event.metadata });
     }
   });
   for (const missing of proofs.keys()) record(false, `event ${missing}: proven in the sidecar but missing from the export (removed?)`);
   record(failedEvents === 0 && proofs.size === 0, `${items.length - failedEvents} of ${items.length} events are in the signed tree of ${checkpoint.size}`);
 
   if (unfiltered) {
-    // The whole log up to the checkpoint: leaves 0…size−1, each exactly once.
-    const absent: number[] = [];
-    for (let index = 0; index < checkpoint.size; index++) if (!leaves.has(index)) absent.push(index + 1);
+    // The whole log up to the checkpoint: leaves 0…size−1, each exactly once, or removed under a later
+    // prune or erasure entry of the same log that the log's own policy entries allow.
+    retention.sort((a, c) => a.seq - c.seq);
+    const authority = checkRetention(retention);
+    for (const problem of authority.problems) record(false, problem);
+    const unexplained: number[] = [];
+    const removed = { pruned: 0, erased: 0 };
+    for (let index = 0; index < checkpoint.size; index++) {
+      if (leaves.has(index)) continue;
+      const by = authority.authority(index + 1);
+      if (by) removed[by.kind]++;
+      else unexplained.push(index + 1);
+    }
+    const whole = `sequence numbers 1 to ${checkpoint.size}, each once`;
+    if (removed.pruned + removed.erased > 0) {
+      record(true, `${removed.pruned} events pruned under the retention policy and ${removed.erased} erased on request, each covered by a later retention entry of the log`);
+    }
     record(
-      absent.length === 0,
-      absent.length === 0
-        ? `the export holds every event of the signed tree: sequence numbers 1 to ${checkpoint.size}, each once`
-        : `the export lacks the events at sequence numbers ${ranges(absent)} of the signed tree of ${checkpoint.size} (deleted, or left out)`,
+      unexplained.length === 0,
+      unexplained.length === 0
+        ? `the export holds every event of the signed tree (${whole}) that no retention entry removed`
+        : `missing without authority: the export lacks the events at sequence numbers ${ranges(unexplained)} of the signed tree of ${checkpoint.size}, and no valid prune or erasure entry covers them (deleted, or left out)`,
     );
   }
 

@@ -59,6 +59,10 @@ const ZEnv = z.object({
   SMTP_URL: z.url({ protocol: /^smtps?$/ }).optional(),
   MAIL_FROM: z.string().min(3).max(254).optional(),
   VIEWER_TOKEN_MAX_MINUTES: positive.max(24 * 60).default(60),
+  RETENTION_MIN_DAYS: positive.max(36_500).default(30),
+  RETENTION_MAX_DAYS: positive.max(36_500).optional(),
+  RETENTION_NOTICE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+  RETENTION_PRUNE_INTERVAL_MS: z.coerce.number().int().min(0).default(3_600_000),
   VIEWER_FRAME_ANCESTORS: z.string().regex(/^[\x21-\x7e]+( [\x21-\x7e]+)*$/, 'must be CSP sources separated by spaces, e.g. https://app.example.com').default('*'),
 });
 
@@ -132,6 +136,8 @@ export interface Config {
   mail: { smtpUrl: string; from: string } | null;
   /** Viewer tokens: the longest lifetime a token may be minted with, and who may frame /viewer (CSP frame-ancestors). */
   viewer: { maxMinutes: number; frameAncestors: string };
+  /** Retention policies' bounds (max null: "for ever" allowed), the notice a shorter policy waits, and how often the prune job runs (0: never). */
+  retention: { minDays: number; maxDays: number | null; noticeDays: number; pruneIntervalMs: number };
   limits: Limits;
 }
 
@@ -185,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     mail: e.SMTP_URL ? { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? `audit-ledger@${new URL(e.SMTP_URL).hostname}` } : null,
     viewer: { maxMinutes: e.VIEWER_TOKEN_MAX_MINUTES, frameAncestors: e.VIEWER_FRAME_ANCESTORS },
+    retention: { minDays: e.RETENTION_MIN_DAYS, maxDays: e.RETENTION_MAX_DAYS ?? null, noticeDays: e.RETENTION_NOTICE_DAYS, pruneIntervalMs: e.RETENTION_PRUNE_INTERVAL_MS },
     limits: {
       metadataBytes: e.METADATA_MAX_BYTES,
       listPageBytes: e.LIST_MAX_BYTES,

@@ -3,7 +3,7 @@ import type { Collection, Db, IndexDescription } from 'mongodb';
 import { isDuplicateKey } from './errors';
 import type {
   AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
-  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc,
+  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionPolicyDoc, RetentionHoldDoc, KeptLeafDoc, RetentionStateDoc,
 } from './documents';
 
 export interface Collections {
@@ -43,6 +43,14 @@ export interface Collections {
   invitationUses: Collection<InvitationUseDoc>;
   /** Self-audit records from the admin CLI, until an instance writes them (a handful: read whole). */
   auditOutbox: Collection<AuditOutboxDoc>;
+  /** Retention policies by organization (`_id`). */
+  retentionPolicies: Collection<RetentionPolicyDoc>;
+  /** Legal holds, by organization. */
+  retentionHolds: Collection<RetentionHoldDoc>;
+  /** The leaves of pruned and erased events, by (organization, seq). */
+  keptLeaves: Collection<KeptLeafDoc>;
+  /** Counts of pruned and erased events by organization (`_id`). */
+  retentionState: Collection<RetentionStateDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -70,6 +78,10 @@ export function collections(db: Db): Collections {
     invitations: db.collection<InvitationDoc>('invitations'),
     invitationUses: db.collection<InvitationUseDoc>('invitation_uses'),
     auditOutbox: db.collection<AuditOutboxDoc>('audit_outbox'),
+    retentionPolicies: db.collection<RetentionPolicyDoc>('retention_policies'),
+    retentionHolds: db.collection<RetentionHoldDoc>('retention_holds'),
+    keptLeaves: db.collection<KeptLeafDoc>('kept_leaves'),
+    retentionState: db.collection<RetentionStateDoc>('retention_state'),
   };
 }
 
@@ -149,6 +161,11 @@ const STREAM_INDEXES: IndexDescription[] = [
   { key: { tenant: 1, slot: 1 }, name: 'tenant_slot', unique: true },
 ];
 
+// An organization's legal holds (read at each prune and erasure).
+const HOLD_INDEXES: IndexDescription[] = [{ key: { org_id: 1 }, name: 'org' }];
+// The kept leaves of a range of an organization's log (entry bundles, reseal).
+const KEPT_LEAF_INDEXES: IndexDescription[] = [{ key: { tenant: 1, seq: 1 }, name: 'tenant_seq', unique: true }];
+
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
   { key: { bucket: 1, at: 1 }, name: 'bucket_at' },
@@ -171,6 +188,8 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   streams: STREAM_INDEXES,
   members: MEMBER_INDEXES,
   invitations: INVITATION_INDEXES,
+  retention_holds: HOLD_INDEXES,
+  kept_leaves: KEPT_LEAF_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -189,6 +208,8 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of STREAM_INDEXES) await c.streams.createIndexes([spec]);
   for (const spec of MEMBER_INDEXES) await c.members.createIndexes([spec]);
   for (const spec of INVITATION_INDEXES) await c.invitations.createIndexes([spec]);
+  for (const spec of HOLD_INDEXES) await c.retentionHolds.createIndexes([spec]);
+  for (const spec of KEPT_LEAF_INDEXES) await c.keptLeaves.createIndexes([spec]);
   await migrateLegacyAccounts(c);
 }
 

@@ -8,6 +8,7 @@ import type { AuditActor, AuditResource, SelfAuditAction } from '../domain/selfA
 import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
 import { type EventHashes, eventHashes, leafCommitOf } from '../domain/ledger/eventHash';
 import type { LeafCommit } from '../domain/ledger/formats';
+import type { THoldFilter } from '../domain/retention';
 
 /**
  * A stored event: the table's fields (src/domain/eventFields.ts; `_id` is the event id, a UUIDv7 as text,
@@ -354,4 +355,48 @@ export interface AuditOutboxDoc {
   metadata: Record<string, unknown>;
   /** When the change was made: the event's timestamp. */
   at: Date;
+}
+
+/**
+ * An organization's retention policy as its log records it: every change, oldest first (a handful).
+ * The log is the authority; this copy spares the prune job reading the log.
+ */
+export interface RetentionPolicyDoc {
+  /** The organization. */
+  _id: string;
+  changes: { days: number | null; effective_at: Date; recorded_at: Date }[];
+}
+
+/** A legal hold: events matching its filter (none: every event) are neither pruned nor erased while it stands. */
+export interface RetentionHoldDoc {
+  _id: string;
+  org_id: string;
+  filter: THoldFilter;
+  reason: string;
+  placed_at: Date;
+  placed_by: string;
+}
+
+/**
+ * The leaf of an event whose body was pruned or erased (about 100 bytes): what the log's entry bundles
+ * (c2sp.org/tlog-tiles) and a reseal need once the event is gone. For a v2 leaf it reveals nothing of
+ * the event without the salt, which is deleted with it.
+ */
+export interface KeptLeafDoc {
+  /** `<tenant>/<seq>`: keeping a leaf twice (a prune run again) stores it once. */
+  _id: string;
+  tenant: string;
+  seq: number;
+  v: LeafCommit['v'];
+  hash: string;
+}
+
+/** What list pages and exports say of an organization's removed events (the log's entries are the proof). */
+export interface RetentionStateDoc {
+  _id: string;
+  pruned: number;
+  erased: number;
+  /** The newest prune's cutoff: events received before it may be gone. */
+  pruned_before: Date | null;
+  policy_days: number | null;
 }

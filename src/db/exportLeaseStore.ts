@@ -1,7 +1,8 @@
 /**
  * Export slots held across the installation: one document per slot of an organization
  * (`<tenant>/<slot>`), inserted to take it (the unique `_id` decides between instances) and deleted to
- * give it back. A lease outlives a crashed instance only until its expiry, after which the next export
+ * give it back; slot `retention` is the organization's retention work (prunes and erasures, one at a
+ * time across the installation). A lease outlives a crashed instance only until its expiry, after which the next export
  * takes it over.
  */
 import type { Collections } from './database';
@@ -11,7 +12,7 @@ export class ExportLeaseStore {
   constructor(private readonly c: Collections) {}
 
   /** Takes slot `slot` of `tenant` for `holder` until `expires`; false when another holds it and its lease runs. */
-  async take(tenant: string, slot: number, holder: string, now: Date, expires: Date): Promise<boolean> {
+  async take(tenant: string, slot: number | 'retention', holder: string, now: Date, expires: Date): Promise<boolean> {
     const _id = `${tenant}/${slot}`;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
@@ -28,7 +29,7 @@ export class ExportLeaseStore {
     return false;
   }
 
-  async give(tenant: string, slot: number, holder: string): Promise<void> {
+  async give(tenant: string, slot: number | 'retention', holder: string): Promise<void> {
     await this.c.exportLeases.deleteOne({ _id: `${tenant}/${slot}`, holder });
   }
 }

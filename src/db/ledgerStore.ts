@@ -7,7 +7,7 @@
  */
 import { type AnyBulkWriteOperation, Binary, MongoBulkWriteError, type WriteError } from 'mongodb';
 import type { Collections } from './database';
-import type { EventDoc, LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc } from './documents';
+import type { EventDoc, KeptLeafDoc, LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc } from './documents';
 import { DUPLICATE_KEY } from './errors';
 import { type Tile, tileId, tileKey } from '../domain/ledger/tiles';
 
@@ -76,6 +76,16 @@ export class TenantLedgerStore {
   /** Events with from ≤ seq ≤ to, in order: the ones a round was not handed. */
   eventsBetween(from: number, to: number): Promise<EventDoc[]> {
     return this.c.events.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
+  }
+
+  /** The kept leaves of pruned or erased events with from ≤ seq ≤ to, in order. */
+  keptLeavesBetween(from: number, to: number): Promise<KeptLeafDoc[]> {
+    return this.c.keptLeaves.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }).sort({ seq: 1 }).toArray();
+  }
+
+  /** Every kept leaf, in order (a reseal). */
+  keptLeavesInOrder(): AsyncIterable<KeptLeafDoc> {
+    return this.c.keptLeaves.find({ tenant: this.tenant }).sort({ seq: 1 });
   }
 
   /** A reseal's writes: planted checkpoints out, the rebuilt tiles and checkpoint in, the head set (not raised). */

@@ -27,6 +27,9 @@ export const ERROR_CODES = {
   INVITATION_USED: { status: 409, trpc: 'CONFLICT' },
   ALREADY_MEMBER: { status: 409, trpc: 'CONFLICT' },
   LAST_OWNER: { status: 409, trpc: 'CONFLICT' },
+  LEGAL_HOLD: { status: 409, trpc: 'CONFLICT' },
+  RETENTION_BUSY: { status: 409, trpc: 'CONFLICT' },
+  HOLD_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   API_KEY_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
   EVENT_NOT_FOUND: { status: 404, trpc: 'NOT_FOUND' },
@@ -68,6 +71,9 @@ export const DASHBOARD_ONLY_CODES: readonly ErrorCode[] = [
   'INVITATION_USED',
   'ALREADY_MEMBER',
   'LAST_OWNER',
+  'LEGAL_HOLD',
+  'RETENTION_BUSY',
+  'HOLD_NOT_FOUND',
 ];
 
 /** The spec's fixed texts (interface.md §7); clients match on them, so they live in one place. */

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { CSV_COLUMNS as CSV_FIELDS, EVENT_FIELDS, type EventField, type TEvent } from './eventFields';
 import { ZLedgerReceipt } from './ledger/receipt';
+import { ZRemovedNotice } from './retention';
 import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
 
@@ -209,7 +210,12 @@ export const ZListEventsInput = ZEventFilters.extend({
 export type TListEventsInput = z.infer<typeof ZListEventsInput>;
 
 export const ZListEventsOutput = z
-  .object({ data: z.array(ZEvent), has_more: z.boolean(), next_cursor: z.string().nullable() })
+  .object({
+    data: z.array(ZEvent),
+    has_more: z.boolean(),
+    next_cursor: z.string().nullable(),
+    removed: ZRemovedNotice.nullable().optional().meta({ description: 'Set when events were pruned or erased from the organization\'s log: how many, and why (they are not in any page)' }),
+  })
   .meta({ id: 'EventPage' });
 export type TListEventsOutput = z.infer<typeof ZListEventsOutput>;
 

@@ -33,6 +33,8 @@ export const ROLE_PERMISSIONS = {
   'keys:revoke': ['owner'],
   /** Log streams: create, pause, resume, test, delete, and see their destinations. */
   'streams:manage': ['owner', 'admin'],
+  /** The retention policy, legal holds and erasure: owners only (each can remove events for good). */
+  'retention:manage': ['owner'],
 } as const satisfies Record<string, readonly Role[]>;
 
 export type Permission = keyof typeof ROLE_PERMISSIONS;

@@ -19,6 +19,11 @@ export const SELF_AUDIT_ACTIONS = {
   'audit_ledger.organization.created': 'The organization was created with the admin CLI (metadata: plan, monthly_cap)',
   'audit_ledger.export.run': 'An export was run (metadata: format, filters, tree size; by API key, member or viewer token)',
   'audit_ledger.signin.failed': 'A sign-in with a member\'s email failed (metadata: client address)',
+  'audit_ledger.retention.policy_changed': 'An owner changed the retention policy (metadata: days, previous_days, effective_at, notice_days)',
+  'audit_ledger.retention.pruned': 'The prune job removed events older than the policy allows (metadata: ranges, count, cutoff, policy_days, held)',
+  'audit_ledger.retention.erased': 'An owner erased events on request (metadata: ranges, count, reason code, held)',
+  'audit_ledger.retention.hold_placed': 'An owner placed a legal hold (metadata: hold_id, filter, reason)',
+  'audit_ledger.retention.hold_released': 'An owner released a legal hold (metadata: hold_id)',
 } as const;
 
 export type SelfAuditAction = keyof typeof SELF_AUDIT_ACTIONS;
@@ -32,6 +37,8 @@ export type AuditActor =
   | { type: 'api_key'; keyId: string }
   | { type: 'operator' }
   | { type: 'viewer_token'; organizationId: string }
+  /** The service's own scheduled work (the prune job). */
+  | { type: 'service'; job: string }
   /** Someone not signed in: a failed sign-in's email. */
   | { type: 'anonymous'; email: string };
 

@@ -6,6 +6,7 @@
  */
 import type { Middleware, ParameterizedContext } from 'koa';
 import { ZExportEventsInput } from '../domain/event';
+import { REMOVED_EVENTS_HEADER, removedHeader } from '../domain/retention';
 import { validationError } from '../domain/validation';
 import { loggableError } from '../db/errors';
 import { exportBody, EXPORT_CONTENT, LEDGER_TREE_SIZE_HEADER } from '../export/exportStream';
@@ -49,7 +50,10 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     const format = parsed.data.format ?? 'json';
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
     const { tree_size: treeSize, ...filters } = parsed.data;
-    const { docs, treeSize: pinned } = await services.events.export(principal, filters, treeSize);
+    const [{ docs, treeSize: pinned }, removed] = await Promise.all([
+      services.events.export(principal, filters, treeSize),
+      principal.kind === 'viewer' ? null : services.retention.notice(principal.tenant),
+    ]);
     // On the organization's record before the first byte goes (services/selfAudit.ts).
     try {
       await services.selfAudit.exportRun(principal, format, filters, pinned);
@@ -78,6 +82,8 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     ctx.set('Cache-Control', 'no-store');
     // The tree the export is pinned to: its events are those with a sequence number up to this.
     ctx.set(LEDGER_TREE_SIZE_HEADER, String(pinned));
+    // Events removed from the log are not silently fewer rows: the header says how many, and why.
+    if (removed) ctx.set(REMOVED_EVENTS_HEADER, removedHeader(removed));
     ctx.body = body;
   };
 }

@@ -14,7 +14,8 @@ import { eventLeafHash } from '../domain/ledger/eventHash';
 import { leafHash, RootAccumulator } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
-import { leafCommitOfDoc } from '../db/documents';
+import { leafCommitOfDoc, toEvent } from '../db/documents';
+import { checkRetention, isRetentionAction, type LogEntry } from '../domain/retention';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
 import { INSTALLATION, logOrigin } from './integrator';
@@ -27,7 +28,7 @@ const YIELD_EVERY = 500;
 /** A log without any checkpoint is reported once its first event is older than this (a new log gets its first within a round). */
 const UNANCHORED_GRACE_MS = 60_000;
 
-export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored' | 'installation' | 'witness';
+export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored' | 'installation' | 'witness' | 'retention';
 
 export interface Finding {
   kind: FindingKind;
@@ -43,6 +44,8 @@ export interface AuditReport {
   /** The newest checkpoint's size: what the audit could check against a signature. */
   checkpoint_size: number;
   checkpoints: number;
+  /** Events gone under a valid retention entry: pruned by policy, erased on request. */
+  removed: { pruned: number; erased: number };
   findings: Finding[];
 }
 
@@ -94,6 +97,8 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
   const movedFrom = new Map<number, number>();
   /** Signed leaves whose event was found at another place. */
   const foundElsewhere = new Set<number>();
+  /** The log's retention entries, which may explain events that are gone (domain/retention.ts). */
+  const retention: LogEntry[] = [];
   const missingUpTo = async (seq: number) => {
     for (; expected < seq; expected++) {
       if (expected > size) findings.push({ kind: 'gap', leaf_index: expected - 1, detail: `no event at sequence number ${expected}, after the newest checkpoint` });
@@ -109,6 +114,10 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     if (doc.seq < expected) continue; // a duplicate sequence number cannot be stored (unique index)
     await missingUpTo(doc.seq);
     expected = doc.seq + 1;
+    if (isRetentionAction(doc.action)) {
+      const event = toEvent(doc);
+      retention.push({ seq: doc.seq, action: event.action, api_key_id: event.api_key_id, timestamp: event.timestamp, actor_id: event.actor_id, metadata: event.metadata });
+    }
     if (doc.seq > size) continue;
     const i = doc.seq - 1;
     const hash = leafCommitOfDoc(doc);
@@ -129,7 +138,8 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     }
   }
   await missingUpTo(size + 1);
-  const report = (): AuditReport => ({ tenant, events, checkpoint_size: size, checkpoints, findings });
+  const removed = { pruned: 0, erased: 0 };
+  const report = (): AuditReport => ({ tenant, events, checkpoint_size: size, checkpoints, removed, findings });
 
   if (!signedRoot) {
     if (firstReceived && now.getTime() - firstReceived.getTime() > UNANCHORED_GRACE_MS) {
@@ -159,8 +169,14 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
       findings.push({ kind: 'edited', leaf_index: i, event_id: id, detail: `event ${id} at leaf ${i} is not the event that was signed there: edited` });
     }
   }
+  // A gone event is explained only by a later prune or erasure entry that the log's policy entries allow.
+  const authority = checkRetention(retention);
+  for (const problem of authority.problems) findings.push({ kind: 'retention', detail: problem });
   for (const i of places) {
-    if (!foundElsewhere.has(i) && !editedAt.has(i)) findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i}: the event signed there is gone` });
+    if (foundElsewhere.has(i) || editedAt.has(i)) continue;
+    const by = differing.get(i) === undefined ? authority.authority(i + 1) : null;
+    if (by) removed[by.kind]++;
+    else findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone, missing without authority (no valid prune or erasure entry covers it)` });
   }
   return report();
 }

@@ -19,7 +19,7 @@
 import type { Logger } from 'pino';
 import { checkpointProblem } from '../domain/ledger/checkpoint';
 import { eventLeafHash, type EventHashes, leafCommitOf } from '../domain/ledger/eventHash';
-import { checkpointText } from '../domain/ledger/formats';
+import { checkpointText, type LeafCommit } from '../domain/ledger/formats';
 import { leafHash, nodesOf, rootHash } from '../domain/ledger/merkle';
 import { signNote, type Signer } from '../domain/ledger/note';
 import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WIDTH } from '../domain/ledger/tiles';
@@ -663,11 +663,19 @@ export class LedgerIntegrator {
         planted.push(doc._id);
       }
     }
+    // Every leaf from the events, or, for events pruned or erased, from the leaves kept for them.
+    const kept = new Map<number, LeafCommit>();
+    for await (const leaf of store.keptLeavesInOrder()) kept.set(leaf.seq, { v: leaf.v, hash: leaf.hash });
     const leaves: Buffer[] = [];
+    const fillKept = (upTo: number) => {
+      for (let commit = kept.get(leaves.length + 1); commit && leaves.length + 1 <= upTo; commit = kept.get(leaves.length + 1)) leaves.push(eventLeafHash(tenant, leaves.length + 1, commit));
+    };
     for await (const doc of store.eventsInOrder()) {
+      fillKept(doc.seq - 1);
       if (doc.seq !== leaves.length + 1) break;
       leaves.push(eventLeafHash(tenant, doc.seq, leafCommitOfDoc(doc)));
     }
+    fillKept(Number.MAX_SAFE_INTEGER);
     const size = leaves.length;
     if (anchor) {
       if (size < anchor.size) throw new LedgerHalt(`only events 1 to ${size} are stored in sequence, and the signed checkpoint of size ${anchor.size} needs every one of its events: restore them first`);

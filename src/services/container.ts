@@ -39,6 +39,8 @@ import { MemberService } from './members';
 import { SelfAudit } from './selfAudit';
 import { AuditOutbox } from '../db/auditOutbox';
 import { ViewerTokens } from './viewer';
+import { RetentionService } from './retention';
+import { RetentionStore } from '../db/retentionStore';
 import { EventSource } from '../streams/eventSource';
 
 export interface Services {
@@ -66,6 +68,8 @@ export interface Services {
   selfAudit: SelfAudit;
   /** Viewer tokens for an organization's customers. */
   viewerTokens: ViewerTokens;
+  /** Retention policies, legal holds, erasure and the prune job (started by main.ts). */
+  retention: RetentionService;
   /** Invitation mail (null: SMTP_URL unset). */
   mailer: Mailer | null;
   keys: ApiKeyService;
@@ -83,7 +87,7 @@ export interface Services {
 export async function createServices(
   db: Db,
   /** From loadConfig, the one source of every default; `ledger` where this process signs (without it, the ledger serves reads and never signs). */
-  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs' | 'streams' | 'publicUrl' | 'mail' | 'viewer'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
+  config: Pick<Config, 'planCaps' | 'limits' | 'ingestWriters' | 'ingestCommitDelayMs' | 'idempotencyTtlMs' | 'ledgerIntervalMs' | 'streams' | 'publicUrl' | 'mail' | 'viewer' | 'retention'> & { ledger?: LedgerOptions & { witnessPolicy?: Policy | null } },
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
@@ -143,6 +147,18 @@ export async function createServices(
     accounts,
     members: new MemberService(memberRepo, new InvitationRepository(c), sessions, orgs, accounts, selfAudit, mailer, config.publicUrl, clock, log),
     selfAudit,
+    retention: new RetentionService(
+      new RetentionStore(c),
+      stores.exportLeases,
+      {
+        signedSize: async (tenant) => (await ledgerReader.of(tenant).newest())?.size ?? 0,
+        integrate: (tenant, seq) => integrator.integrate(tenant, { storedTo: seq }),
+      },
+      selfAudit,
+      config.retention,
+      clock,
+      log.child({ component: 'retention' }),
+    ),
     viewerTokens: new ViewerTokens(viewerSecret, apiKeys, { maxMinutes: config.viewer.maxMinutes, publicUrl: config.publicUrl }, clock),
     mailer,
     keys: new ApiKeyService(apiKeys, auth, selfAudit, clock),

@@ -192,9 +192,9 @@ export class LedgerService {
         if (entries.length !== width) throw missing();
         return { body: entryBundle(entries.map((e) => Buffer.from(e.body, 'utf8'))), immutable };
       }
-      const docs = await log.eventsBetween(first + 1, first + width);
-      if (docs.length !== width) throw missing();
-      return { body: entryBundle(docs.map((doc) => leafBytes(tenant, doc.seq, leafCommitOfDoc(doc)))), immutable };
+      const leaves = await log.leafCommitsBetween(first + 1, first + width);
+      if (leaves.length !== width) throw missing();
+      return { body: entryBundle(leaves.map((leaf) => leafBytes(tenant, leaf.seq, leaf.commit))), immutable };
     }
     if (entriesAt(newest.size, level) < first + width) throw missing();
     try {

@@ -10,6 +10,7 @@
 import type { TEventFilters } from '../domain/event';
 import type { Logger } from 'pino';
 import type { AuditOutbox } from '../db/auditOutbox';
+import type { EventDoc } from '../db/documents';
 import { type AuditActor, type AuditResource, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 import type { Clock } from '../domain/time';
 import type { Ingest } from '../ingest/ingest';
@@ -28,7 +29,7 @@ export class SelfAudit {
   ) {}
 
   /** `given`: the event's id and time, for a record made elsewhere (the outbox's). */
-  async record(tenant: string, actor: AuditActor, action: SelfAuditAction, resource: AuditResource, metadata: Record<string, unknown> = {}, given?: { id: string; at: Date }): Promise<void> {
+  async record(tenant: string, actor: AuditActor, action: SelfAuditAction, resource: AuditResource, metadata: Record<string, unknown> = {}, given?: { id: string; at: Date }): Promise<EventDoc> {
     const now = this.clock.now();
     const who = describe(actor);
     const content = {
@@ -45,7 +46,8 @@ export class SelfAudit {
     };
     const keyId = actor.type === 'api_key' ? actor.keyId : SELF_AUDIT_KEY_ID;
     const stamp = given ? { ids: [given.id], receivedAt: now, apiKeyId: keyId } : freshStamp(1, now, keyId);
-    await this.ingest.writeOwn(draftsOf(tenant, [content], stamp));
+    const [doc] = await this.ingest.writeOwn(draftsOf(tenant, [content], stamp));
+    return doc as EventDoc;
   }
 
   /** Writes what the admin CLI left in the outbox, oldest first; each is removed once stored. */
@@ -77,7 +79,7 @@ export class SelfAudit {
   }
 
   /** An export's record: what was exported, by whom. */
-  exportRun(principal: Principal, format: string, filters: TEventFilters, treeSize: number): Promise<void> {
+  exportRun(principal: Principal, format: string, filters: TEventFilters, treeSize: number): Promise<EventDoc> {
     return this.record(principal.tenant, actorOf(principal), 'audit_ledger.export.run', { type: 'export', id: `tree-${treeSize}` }, { format, filters, tree_size: treeSize });
   }
 }
@@ -98,5 +100,6 @@ function describe(actor: AuditActor): { id: string; name: string | null; email: 
     case 'operator': return { id: 'operator', name: 'admin CLI', email: null };
     case 'viewer_token': return { id: `viewer:${actor.organizationId}`, name: null, email: null };
     case 'anonymous': return { id: 'anonymous', name: null, email: actor.email };
+    case 'service': return { id: `audit_ledger:${actor.job}`, name: `Audit Ledger ${actor.job}`, email: null };
   }
 }

@@ -147,7 +147,7 @@ test('an event deleted in the database makes an unfiltered export fail, naming i
   expect((await runCli(['export', '--url', app.url, '--key', victim.key, '--out', events, '--with-proofs'], {})).code).toBe(0);
   const result = await verify({ events, proofs: `${events}.proofs.json` });
   expect(result.code).toBe(1);
-  expect(result.stdout).toContain('FAIL  the export lacks the events at sequence numbers 17 of the signed tree of 30');
+  expect(result.stdout).toContain('FAIL  missing without authority: the export lacks the events at sequence numbers 17 of the signed tree of 30');
   expect(result.stdout).toContain('NOT VERIFIED');
 });
 

@@ -6,7 +6,10 @@ export const listSessionEvents = sessionProcedure
   .meta({ permission: 'events:read' })
   .input(ZListEventsInput)
   .output(ZListEventsOutput)
-  .query(({ ctx, input }) => ctx.services.events.list(ctx.principal, input));
+  .query(async ({ ctx, input }) => {
+    const [page, removed] = await Promise.all([ctx.services.events.list(ctx.principal, input), ctx.services.retention.notice(ctx.principal.tenant)]);
+    return { ...page, removed };
+  });
 
 export const getSessionEvent = sessionProcedure
   .meta({ permission: 'events:read' })

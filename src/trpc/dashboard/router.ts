@@ -6,6 +6,7 @@ import { getSessionEvent, listSessionEvents } from './events';
 import { createKey, listKeys, revokeKey } from './keys';
 import { ledgerSummary, sessionConsistency, sessionEventProof } from './ledger';
 import { usageSummary } from './usage';
+import { eraseEvents, placeHold, releaseHold, retentionView, setRetentionPolicy } from './retention';
 import { sessionStreams } from '../streams/procedures';
 
 export const accountRouter = router({ signup, login, logout, me, switchOrganization, invitation, acceptInvitation });
@@ -16,5 +17,6 @@ export const dashboardRouter = router({
   usage: usageSummary,
   streams: router(sessionStreams),
   ledger: router({ summary: ledgerSummary, consistency: sessionConsistency }),
+  retention: router({ view: retentionView, setPolicy: setRetentionPolicy, placeHold, releaseHold, erase: eraseEvents }),
   members: router({ list: listMembers, invite: inviteMember, revokeInvitation, changeRole, remove: removeMember, leave: leaveOrganization }),
 });

@@ -16,4 +16,7 @@ export const listEvents = apiKeyProcedure
   })
   .input(ZListEventsInput)
   .output(ZListEventsOutput)
-  .query(({ ctx, input }) => ctx.services.events.list(ctx.principal, input));
+  .query(async ({ ctx, input }) => {
+    const [page, removed] = await Promise.all([ctx.services.events.list(ctx.principal, input), ctx.services.retention.notice(ctx.principal.tenant)]);
+    return { ...page, removed };
+  });

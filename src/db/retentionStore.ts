@@ -1,0 +1,96 @@
+/**
+ * Retention's documents: each organization's policy changes, legal holds, the leaves kept for removed
+ * events, the counts that list pages and exports report, and the removal itself. The log's entries are
+ * the authority (domain/retention.ts); these spare every request from reading the log.
+ */
+import type { Collections } from './database';
+import type { EventDoc, KeptLeafDoc, RetentionHoldDoc, RetentionPolicyDoc, RetentionStateDoc } from './documents';
+import { DUPLICATE_KEY, isDuplicateKey } from './errors';
+
+/** Events read per batch when looking for what to remove. */
+const BATCH = 1_000;
+
+export class RetentionStore {
+  constructor(private readonly c: Collections) {}
+
+  async policy(tenant: string): Promise<RetentionPolicyDoc | null> {
+    return this.c.retentionPolicies.findOne({ _id: tenant });
+  }
+
+  /** Appends a change (the log's entry was written first). */
+  async addChange(tenant: string, change: RetentionPolicyDoc['changes'][number]): Promise<void> {
+    await this.c.retentionPolicies.updateOne({ _id: tenant }, { $push: { changes: change } }, { upsert: true });
+  }
+
+  /** Organizations with a policy (the prune job's list). */
+  async withPolicy(): Promise<RetentionPolicyDoc[]> {
+    return this.c.retentionPolicies.find({}).toArray();
+  }
+
+  holds(tenant: string): Promise<RetentionHoldDoc[]> {
+    return this.c.retentionHolds.find({ org_id: tenant }).toArray();
+  }
+
+  async addHold(doc: RetentionHoldDoc): Promise<void> {
+    await this.c.retentionHolds.insertOne(doc);
+  }
+
+  /** The hold, once removed (null: no such hold of this organization). */
+  async removeHold(tenant: string, id: string): Promise<RetentionHoldDoc | null> {
+    const doc = await this.c.retentionHolds.findOne({ _id: id, org_id: tenant });
+    if (!doc) return null;
+    const { deletedCount } = await this.c.retentionHolds.deleteOne({ _id: id, org_id: tenant });
+    return deletedCount === 1 ? doc : null;
+  }
+
+  state(tenant: string): Promise<RetentionStateDoc | null> {
+    return this.c.retentionState.findOne({ _id: tenant });
+  }
+
+  /** Adds removed events to the counts; `prune`: the cutoff and policy of a prune. */
+  async counted(tenant: string, kind: 'pruned' | 'erased', count: number, prune?: { cutoff: Date; days: number }): Promise<void> {
+    await this.c.retentionState.updateOne(
+      { _id: tenant },
+      {
+        $inc: { [kind]: count, [kind === 'pruned' ? 'erased' : 'pruned']: 0 },
+        ...(prune ? { $set: { pruned_before: prune.cutoff, policy_days: prune.days } } : { $setOnInsert: { pruned_before: null, policy_days: null } }),
+      },
+      { upsert: true },
+    );
+  }
+
+  /** The events received before `cutoff` with seq ≤ `upTo` (signed ones), oldest seq first, in batches. */
+  async *receivedBefore(tenant: string, cutoff: Date, upTo: number): AsyncGenerator<EventDoc[]> {
+    let after = 0;
+    for (;;) {
+      const docs = await this.c.events.find({ tenant, received_at: { $lt: cutoff }, seq: { $gt: after, $lte: upTo } }).sort({ seq: 1 }).limit(BATCH).toArray();
+      if (docs.length === 0) return;
+      yield docs;
+      after = (docs.at(-1) as EventDoc).seq;
+    }
+  }
+
+  /** An actor's events, or the events with these ids, in seq order. */
+  async matching(tenant: string, which: { actor_id?: string; event_ids?: readonly string[] }): Promise<EventDoc[]> {
+    const query = which.actor_id !== undefined ? { tenant, actor_id: which.actor_id } : { tenant, _id: { $in: [...(which.event_ids ?? [])] } };
+    return (await this.c.events.find(query).toArray()).sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Removes events whose leaves are kept first: the leaves (an insert that skips those kept already),
+   * then the events, bodies and salts. Returns how many events were deleted.
+   */
+  async remove(tenant: string, leaves: readonly KeptLeafDoc[], ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    try {
+      await this.c.keptLeaves.insertMany([...leaves], { ordered: false });
+    } catch (error) {
+      // Kept before, by a run that stopped before deleting: the unique index keeps one.
+      const writeErrors = (error as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
+      const all = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+      if (!isDuplicateKey(error) && !(all.length > 0 && all.every((e) => e.code === DUPLICATE_KEY))) throw error;
+    }
+    const { deletedCount } = await this.c.events.deleteMany({ tenant, _id: { $in: [...ids] } });
+    return deletedCount;
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * Retention and erasure, each step an entry of the organization's own log (domain/retention.ts says
+ * what a verifier checks of them):
+ * - the policy: an owner sets days within the installation's bounds; a shorter one takes effect after
+ *   the notice period, a longer one at once;
+ * - the prune job removes events received before now − days that a signed checkpoint covers;
+ * - an owner erases an actor's events, or chosen events, with a reason code;
+ * - legal holds: matching events are neither pruned nor erased (a hold on everything stops both).
+ *
+ * Order of each removal, so that no event is ever missing without authority: the entry naming the
+ * events is written first, then their leaves are kept (about 100 bytes each: entry bundles and reseals
+ * need them), then the events are deleted with their salts. A crash in between leaves events that an
+ * entry covers but that are still there, which the next run removes under a new entry.
+ */
+import type { Logger } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import { type EventDoc, type KeptLeafDoc, leafCommitOfDoc, type RetentionHoldDoc, toEvent } from '../db/documents';
+import type { ExportLeaseStore } from '../db/exportLeaseStore';
+import type { RetentionStore } from '../db/retentionStore';
+import { AppError } from '../domain/errors';
+import {
+  DAY_MS, formatRanges, holdMatches, isRetentionAction, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionView,
+} from '../domain/retention';
+import type { Clock } from '../domain/time';
+import type { SessionPrincipal } from './auth';
+import { actorOf, type SelfAudit } from './selfAudit';
+
+/** Events named by one prune or erasure entry: its ranges stay well inside an event's metadata limit. */
+const EVENTS_PER_ENTRY = 20_000;
+/** How long one organization's retention work may hold its lease before another instance may take over. */
+const LEASE_MS = 10 * 60_000;
+/** How long a list page may show an organization's removed-events counts before reading them again. */
+const NOTICE_TTL_MS = 5_000;
+
+export interface RetentionOptions {
+  minDays: number;
+  /** Null: "for ever" is allowed. */
+  maxDays: number | null;
+  noticeDays: number;
+}
+
+export interface RetentionLedger {
+  /** The size of the organization's newest signed checkpoint (0: none). */
+  signedSize(tenant: string): Promise<number>;
+  /** Signs a checkpoint that covers `seq` (an erasure of events written a moment ago). */
+  integrate(tenant: string, seq: number): Promise<void>;
+}
+
+/** One removal's events: their leaves, kept, and their ids. */
+interface Removal {
+  seqs: number[];
+  ids: string[];
+  leaves: KeptLeafDoc[];
+}
+
+export class RetentionService {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private readonly holder = uuidv7();
+  private readonly notices = new Map<string, { at: number; notice: TRemovedNotice | null }>();
+
+  constructor(
+    private readonly store: RetentionStore,
+    private readonly leases: ExportLeaseStore,
+    private readonly ledger: RetentionLedger,
+    private readonly audit: SelfAudit,
+    private readonly options: RetentionOptions,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  async view(tenant: string): Promise<TRetentionView> {
+    const [policy, holds, state] = await Promise.all([this.store.policy(tenant), this.store.holds(tenant), this.store.state(tenant)]);
+    const now = this.clock.now().getTime();
+    const changes = (policy?.changes ?? []).map((c) => ({ days: c.days, effectiveAt: c.effective_at.getTime(), recordedAt: c.recorded_at.getTime() }));
+    const inForce = policyAt(changes, now);
+    const latest = changes.at(-1);
+    const pending = latest && latest.effectiveAt > now ? { days: latest.days, effective_at: new Date(latest.effectiveAt).toISOString() } : null;
+    return {
+      days: inForce?.days ?? null,
+      pending,
+      min_days: this.options.minDays,
+      max_days: this.options.maxDays,
+      notice_days: this.options.noticeDays,
+      holds: holds.map(holdView),
+      pruned: state?.pruned ?? 0,
+      erased: state?.erased ?? 0,
+      pruned_before: state?.pruned_before?.toISOString() ?? null,
+    };
+  }
+
+  /**
+   * What a list page or export says of removed events; null when none were. Read at most every few
+   * seconds per organization: every list page asks.
+   */
+  async notice(tenant: string): Promise<TRemovedNotice | null> {
+    const now = this.clock.now().getTime();
+    const cached = this.notices.get(tenant);
+    if (cached && now - cached.at < NOTICE_TTL_MS) return cached.notice;
+    const state = await this.store.state(tenant);
+    const notice = !state || state.pruned + state.erased === 0
+      ? null
+      : { pruned: state.pruned, erased: state.erased, pruned_before: state.pruned_before?.toISOString() ?? null, policy_days: state.policy_days };
+    if (this.notices.size >= 10_000) this.notices.clear();
+    this.notices.set(tenant, { at: now, notice });
+    return notice;
+  }
+
+  /** Records a new policy: a shorter one (or the first) takes effect after the notice period, a longer one now. */
+  async setPolicy(principal: SessionPrincipal, days: number | null): Promise<TRetentionView> {
+    const { minDays, maxDays, noticeDays } = this.options;
+    if (days === null && maxDays !== null) throw invalid(`Invalid request: this installation keeps events at most ${maxDays} days; choose a number of days`);
+    if (days !== null && (days < minDays || (maxDays !== null && days > maxDays))) {
+      throw invalid(`Invalid request: days must be between ${minDays} and ${maxDays ?? 'any number'} on this installation`);
+    }
+    const tenant = principal.tenant;
+    const now = this.clock.now();
+    const policy = await this.store.policy(tenant);
+    const changes = (policy?.changes ?? []).map((c) => ({ days: c.days, effectiveAt: c.effective_at.getTime(), recordedAt: c.recorded_at.getTime() }));
+    const inForce = policyAt(changes, now.getTime())?.days ?? null;
+    const effectiveAt = new Date(now.getTime() + (isShorter(days, inForce) ? noticeDays * DAY_MS : 0));
+    // The entry's own time (`now`, given) is what a verifier measures the notice from.
+    await this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.policyChanged, { type: 'retention_policy', id: tenant }, {
+      days, previous_days: inForce, effective_at: effectiveAt.toISOString(), notice_days: noticeDays,
+    }, { id: uuidv7(), at: now });
+    await this.store.addChange(tenant, { days, effective_at: effectiveAt, recorded_at: now });
+    return this.view(tenant);
+  }
+
+  async placeHold(principal: SessionPrincipal, filter: THoldFilter, reason: string): Promise<TRetentionView> {
+    const doc: RetentionHoldDoc = { _id: `hold_${uuidv7()}`, org_id: principal.tenant, filter, reason, placed_at: this.clock.now(), placed_by: principal.email };
+    // Recorded first: a hold is in the log before anything relies on it.
+    await this.audit.record(principal.tenant, actorOf(principal), RETENTION_ACTIONS.holdPlaced, { type: 'legal_hold', id: doc._id }, { hold_id: doc._id, filter, reason });
+    await this.store.addHold(doc);
+    return this.view(principal.tenant);
+  }
+
+  async releaseHold(principal: SessionPrincipal, id: string): Promise<TRetentionView> {
+    const doc = await this.store.removeHold(principal.tenant, id);
+    if (!doc) throw new AppError('HOLD_NOT_FOUND', 'No such legal hold');
+    await this.audit.record(principal.tenant, actorOf(principal), RETENTION_ACTIONS.holdReleased, { type: 'legal_hold', id }, { hold_id: id });
+    return this.view(principal.tenant);
+  }
+
+  /** Erases an actor's events, or the events with these ids (never retention entries), except those on hold. */
+  async erase(principal: SessionPrincipal, which: { actor_id?: string | undefined; event_ids?: string[] | undefined }, reason: TErasureReason): Promise<{ erased: number; held: number; entries: number[] }> {
+    const tenant = principal.tenant;
+    return this.leased(tenant, async () => {
+      const holds = await this.store.holds(tenant);
+      if (holds.some(isWholeOrganization)) throw new AppError('LEGAL_HOLD', 'The organization is on legal hold: nothing can be erased until the hold is released');
+      const docs = (await this.store.matching(tenant, which)).filter((doc) => !isRetentionAction(doc.action));
+      const { removal, held } = this.select(docs, holds);
+      const newest = removal.seqs.at(-1);
+      // Only signed events are removed: their leaves must be in the tiles before their bodies go.
+      if (newest !== undefined && (await this.ledger.signedSize(tenant)) < newest) await this.ledger.integrate(tenant, newest);
+      const entries: number[] = [];
+      for (const part of chunks(removal)) {
+        const entry = await this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.erased, { type: 'erasure', id: `erasure_${uuidv7()}` }, {
+          ranges: formatRanges(part.seqs), count: part.seqs.length, reason, held,
+        });
+        entries.push(entry.seq);
+        await this.store.counted(tenant, 'erased', await this.store.remove(tenant, part.leaves, part.ids));
+        this.notices.delete(tenant);
+      }
+      return { erased: removal.seqs.length, held, entries };
+    });
+  }
+
+  /**
+   * Prunes one organization: events received before now − days (the policy in force) that a signed
+   * checkpoint covers, except held ones and retention entries. Returns what it removed (0 when there is
+   * no policy, the organization is on hold, or another instance is at it).
+   */
+  async prune(tenant: string): Promise<{ pruned: number; held: number; entries: number[] }> {
+    const none = { pruned: 0, held: 0, entries: [] };
+    const policy = await this.store.policy(tenant);
+    const now = this.clock.now();
+    const changes = (policy?.changes ?? []).map((c) => ({ days: c.days, effectiveAt: c.effective_at.getTime(), recordedAt: c.recorded_at.getTime() }));
+    const days = policyAt(changes, now.getTime())?.days ?? null;
+    if (days === null) return none;
+    const run = await this.leased(tenant, async () => {
+      const holds = await this.store.holds(tenant);
+      if (holds.some(isWholeOrganization)) {
+        this.log.info({ tenant }, 'retention: the organization is on legal hold; nothing pruned');
+        return none;
+      }
+      const cutoff = new Date(now.getTime() - days * DAY_MS);
+      const signed = await this.ledger.signedSize(tenant);
+      const removal: Removal = { seqs: [], ids: [], leaves: [] };
+      let held = 0;
+      for await (const batch of this.store.receivedBefore(tenant, cutoff, signed)) {
+        const picked = this.select(batch.filter((doc) => !isRetentionAction(doc.action)), holds);
+        held += picked.held;
+        removal.seqs.push(...picked.removal.seqs);
+        removal.ids.push(...picked.removal.ids);
+        removal.leaves.push(...picked.removal.leaves);
+      }
+      const entries: number[] = [];
+      for (const part of chunks(removal)) {
+        const entry = await this.audit.record(tenant, { type: 'service', job: 'retention' }, RETENTION_ACTIONS.pruned, { type: 'retention_policy', id: tenant }, {
+          ranges: formatRanges(part.seqs), count: part.seqs.length, cutoff: cutoff.toISOString(), policy_days: days, held,
+        });
+        entries.push(entry.seq);
+        await this.store.counted(tenant, 'pruned', await this.store.remove(tenant, part.leaves, part.ids), { cutoff, days });
+        this.notices.delete(tenant);
+      }
+      if (removal.seqs.length) this.log.info({ tenant, pruned: removal.seqs.length, held, cutoff, days }, 'retention: pruned');
+      return { pruned: removal.seqs.length, held, entries };
+    }).catch((error: unknown) => {
+      if (error instanceof AppError && error.code === 'RETENTION_BUSY') return none;
+      throw error;
+    });
+    return run;
+  }
+
+  /** Prunes every organization with a policy, one after another. */
+  async pruneAll(): Promise<void> {
+    for (const policy of await this.store.withPolicy()) {
+      try {
+        await this.prune(policy._id);
+      } catch (error) {
+        this.log.error({ tenant: policy._id, error: String(error) }, 'retention: pruning failed; retrying at the next run');
+      }
+    }
+  }
+
+  start(intervalMs: number): void {
+    if (intervalMs <= 0 || this.timer) return;
+    this.timer = setInterval(() => { this.running ??= this.pruneAll().finally(() => { this.running = null; }); }, intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** The events to remove (their leaves computed now, while their bodies and salts are here) and how many a hold keeps. */
+  private select(docs: readonly EventDoc[], holds: readonly RetentionHoldDoc[]): { removal: Removal; held: number } {
+    const removal: Removal = { seqs: [], ids: [], leaves: [] };
+    let held = 0;
+    for (const doc of docs) {
+      if (holds.length && holds.some((hold) => holdMatches(hold.filter, toEvent(doc)))) {
+        held++;
+        continue;
+      }
+      const commit = leafCommitOfDoc(doc);
+      removal.seqs.push(doc.seq);
+      removal.ids.push(doc._id);
+      removal.leaves.push({ _id: `${doc.tenant}/${doc.seq}`, tenant: doc.tenant, seq: doc.seq, v: commit.v, hash: commit.hash });
+    }
+    return { removal, held };
+  }
+
+  /** Runs `work` holding the organization's retention lease (one prune or erasure at a time, installation-wide). */
+  private async leased<T>(tenant: string, work: () => Promise<T>): Promise<T> {
+    const now = this.clock.now();
+    if (!(await this.leases.take(tenant, 'retention', this.holder, now, new Date(now.getTime() + LEASE_MS)))) {
+      throw new AppError('RETENTION_BUSY', 'A prune or erasure of this organization is running; retry in a moment');
+    }
+    try {
+      return await work();
+    } finally {
+      await this.leases.give(tenant, 'retention', this.holder);
+    }
+  }
+}
+
+function* chunks(removal: Removal): Generator<Removal> {
+  for (let at = 0; at < removal.seqs.length; at += EVENTS_PER_ENTRY) {
+    const end = at + EVENTS_PER_ENTRY;
+    yield { seqs: removal.seqs.slice(at, end), ids: removal.ids.slice(at, end), leaves: removal.leaves.slice(at, end) };
+  }
+}
+
+function isWholeOrganization(hold: RetentionHoldDoc): boolean {
+  return Object.values(hold.filter).every((value) => value === undefined);
+}
+
+function holdView(doc: RetentionHoldDoc): TRetentionView['holds'][number] {
+  return { id: doc._id, filter: doc.filter, reason: doc.reason, placed_at: doc.placed_at.toISOString(), placed_by: doc.placed_by };
+}
+
+function invalid(message: string): AppError {
+  return new AppError('VALIDATION_FAILED', message, { fields: ['days'] });
+}
