@@ -396,7 +396,7 @@ export interface RetentionStateDoc {
   _id: string;
   pruned: number;
   erased: number;
-  /** The newest prune's cutoff: events received before it may be gone. */
-  pruned_before: Date | null;
-  policy_days: number | null;
+  /** The newest prune's cutoff (events received before it may be gone) and its policy; absent until a prune. */
+  pruned_before?: Date;
+  policy_days?: number;
 }

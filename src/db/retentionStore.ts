@@ -53,21 +53,26 @@ export class RetentionStore {
       { _id: tenant },
       {
         $inc: { [kind]: count, [kind === 'pruned' ? 'erased' : 'pruned']: 0 },
-        ...(prune ? { $set: { pruned_before: prune.cutoff, policy_days: prune.days } } : { $setOnInsert: { pruned_before: null, policy_days: null } }),
+        ...(prune ? { $set: { pruned_before: prune.cutoff, policy_days: prune.days } } : {}),
       },
       { upsert: true },
     );
   }
 
-  /** The events received before `cutoff` with seq ≤ `upTo` (signed ones), oldest seq first, in batches. */
+  /**
+   * The events received before `cutoff` with seq ≤ `upTo` (signed ones), oldest first, in batches: one
+   * walk of the (tenant, received_at) index, whatever the organization's size.
+   */
   async *receivedBefore(tenant: string, cutoff: Date, upTo: number): AsyncGenerator<EventDoc[]> {
-    let after = 0;
-    for (;;) {
-      const docs = await this.c.events.find({ tenant, received_at: { $lt: cutoff }, seq: { $gt: after, $lte: upTo } }).sort({ seq: 1 }).limit(BATCH).toArray();
-      if (docs.length === 0) return;
-      yield docs;
-      after = (docs.at(-1) as EventDoc).seq;
+    let batch: EventDoc[] = [];
+    for await (const doc of this.c.events.find({ tenant, received_at: { $lt: cutoff }, seq: { $lte: upTo } }).sort({ received_at: 1 }).batchSize(BATCH)) {
+      batch.push(doc);
+      if (batch.length === BATCH) {
+        yield batch;
+        batch = [];
+      }
     }
+    if (batch.length) yield batch;
   }
 
   /** An actor's events, or the events with these ids, in seq order. */

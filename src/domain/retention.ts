@@ -41,7 +41,12 @@ export const ZHoldFilter = z.strictObject({
 export type THoldFilter = z.infer<typeof ZHoldFilter>;
 
 export function holdMatches(filter: THoldFilter, event: Readonly<Record<string, unknown>>): boolean {
-  return Object.entries(filter).every(([field, value]) => value === undefined || event[field] === value);
+  return Object.entries(filter).every(([field, value]) => event[field] === value);
+}
+
+/** A hold with no filter keeps every event of the organization: nothing is pruned or erased. */
+export function holdsEverything(filter: THoldFilter): boolean {
+  return Object.keys(filter).length === 0;
 }
 
 const ZIsoTime = z.iso.datetime({ offset: true });
@@ -240,7 +245,7 @@ export function checkRetention(entries: Iterable<LogEntry>): RetentionCheck {
       }
       case RETENTION_ACTIONS.holdPlaced: {
         const meta = ZHoldPlacedMeta.safeParse(entry.metadata);
-        if (meta.success) holds.set(meta.data.hold_id, Object.values(meta.data.filter).every((v) => v === undefined));
+        if (meta.success) holds.set(meta.data.hold_id, holdsEverything(meta.data.filter));
         else problems.push(`${where}: malformed`);
         break;
       }

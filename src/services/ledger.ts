@@ -8,7 +8,7 @@ import { entriesAt, TILE_WIDTH } from '../domain/ledger/tiles';
 import { leafBytes, leafCommitOf } from '../domain/ledger/eventHash';
 import { inclusionProof } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
-import { type EventDoc, eventHashesOfDoc, leafCommitOfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import { type EventService, visibleTo } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
 import type { Cosigned, Witnesses } from '../ledger/witnesses';

@@ -19,7 +19,7 @@ import type { ExportLeaseStore } from '../db/exportLeaseStore';
 import type { RetentionStore } from '../db/retentionStore';
 import { AppError } from '../domain/errors';
 import {
-  DAY_MS, formatRanges, holdMatches, isRetentionAction, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionView,
+  DAY_MS, formatRanges, holdMatches, holdsEverything, isRetentionAction, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionView,
 } from '../domain/retention';
 import type { Clock } from '../domain/time';
 import type { SessionPrincipal } from './auth';
@@ -100,7 +100,7 @@ export class RetentionService {
     const state = await this.store.state(tenant);
     const notice = !state || state.pruned + state.erased === 0
       ? null
-      : { pruned: state.pruned, erased: state.erased, pruned_before: state.pruned_before?.toISOString() ?? null, policy_days: state.policy_days };
+      : { pruned: state.pruned, erased: state.erased, pruned_before: state.pruned_before?.toISOString() ?? null, policy_days: state.policy_days ?? null };
     if (this.notices.size >= 10_000) this.notices.clear();
     this.notices.set(tenant, { at: now, notice });
     return notice;
@@ -196,7 +196,7 @@ export class RetentionService {
         removal.leaves.push(...picked.removal.leaves);
       }
       const entries: number[] = [];
-      for (const part of chunks(removal)) {
+      for (const part of chunks(inSeqOrder(removal))) {
         const entry = await this.audit.record(tenant, { type: 'service', job: 'retention' }, RETENTION_ACTIONS.pruned, { type: 'retention_policy', id: tenant }, {
           ranges: formatRanges(part.seqs), count: part.seqs.length, cutoff: cutoff.toISOString(), policy_days: days, held,
         });
@@ -267,6 +267,12 @@ export class RetentionService {
   }
 }
 
+/** The removal sorted by sequence number (read in order of receipt, which differs by a little across instances). */
+function inSeqOrder(removal: Removal): Removal {
+  const order = removal.seqs.map((_, i) => i).sort((a, b) => (removal.seqs[a] as number) - (removal.seqs[b] as number));
+  return { seqs: order.map((i) => removal.seqs[i] as number), ids: order.map((i) => removal.ids[i] as string), leaves: order.map((i) => removal.leaves[i] as KeptLeafDoc) };
+}
+
 function* chunks(removal: Removal): Generator<Removal> {
   for (let at = 0; at < removal.seqs.length; at += EVENTS_PER_ENTRY) {
     const end = at + EVENTS_PER_ENTRY;
@@ -275,7 +281,7 @@ function* chunks(removal: Removal): Generator<Removal> {
 }
 
 function isWholeOrganization(hold: RetentionHoldDoc): boolean {
-  return Object.values(hold.filter).every((value) => value === undefined);
+  return holdsEverything(hold.filter);
 }
 
 function holdView(doc: RetentionHoldDoc): TRetentionView['holds'][number] {

@@ -134,7 +134,7 @@ export const adminCommands: Command[] = [
         const findings = [...installation.map((f) => `installation: ${f.kind}: ${f.detail}`), ...reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`))];
         const lines = [
           ...findings,
-          ...reports.map((r) => `${r.tenant}: ${r.events} events, ${r.checkpoints} checkpoints (newest ${r.checkpoint_size}), ${r.findings.length} findings`),
+          ...reports.map((r) => `${r.tenant}: ${r.events} events, ${r.checkpoints} checkpoints (newest ${r.checkpoint_size}), ${r.removed.pruned} pruned and ${r.removed.erased} erased under retention entries, ${r.findings.length} findings`),
           verifier ? '' : '(checkpoint signatures not checked: no --verifier-key and no key file)',
         ];
         return { json: { reports, installation }, text: lines.filter(Boolean).join('\n'), exitCode: findings.length ? 1 : 0 };
