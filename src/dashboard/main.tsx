@@ -18,6 +18,7 @@ import { LedgerPage } from './pages/LedgerPage';
 import { UsagePage } from './pages/UsagePage';
 import { StreamsPage } from './pages/StreamsPage';
 import { MembersPage } from './pages/MembersPage';
+import { RetentionPage } from './pages/RetentionPage';
 import { InvitePage } from './pages/InvitePage';
 import './styles.css';
 
@@ -54,6 +55,7 @@ const router = createBrowserRouter([
       { path: 'ledger', element: <LedgerPage /> },
       { path: 'streams', element: <StreamsPage /> },
       { path: 'members', element: <MembersPage /> },
+      { path: 'retention', element: <RetentionPage /> },
     ],
   },
   { path: '*', element: <NotFoundPage /> },

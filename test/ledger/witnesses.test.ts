@@ -133,7 +133,7 @@ describe('a witnessed installation', () => {
     const bundle = Buffer.from(await (await fetch(`${app.url}/v1/ledger/log/tile/entries/000.p/${size}`, { headers: { authorization: `Bearer ${org.key}` } })).arrayBuffer());
     const leaves = parseEntryBundle(bundle);
     expect(leaves).toHaveLength(size);
-    expect(JSON.parse(leaves[0]?.toString() ?? '{}')).toMatchObject({ org: org.id, seq: 1, v: 1 });
+    expect(JSON.parse(leaves[0]?.toString() ?? '{}')).toMatchObject({ org: org.id, seq: 1, v: 2 });
     const tile = await fetch(`${app.url}/v1/ledger/log/tile/0/000.p/${size}`, { headers: { authorization: `Bearer ${org.key}` } });
     expect(tile.headers.get('content-type')).toBe('application/octet-stream');
     const hashes = Buffer.from(await tile.arrayBuffer());

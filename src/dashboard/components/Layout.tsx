@@ -15,6 +15,7 @@ const NAV: { to: string; label: string; permission: Permission }[] = [
   { to: '/ledger', label: 'Ledger', permission: 'ledger:read' },
   { to: '/streams', label: 'Streams', permission: 'streams:manage' },
   { to: '/members', label: 'Members', permission: 'members:read' },
+  { to: '/retention', label: 'Retention', permission: 'events:read' },
 ];
 
 export function Layout() {

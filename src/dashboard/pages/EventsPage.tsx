@@ -16,7 +16,7 @@ import {
   type RangePreset,
   toApiFilters,
 } from '../lib/filters';
-import { formatDateTime, utcOffsetLabel } from '../lib/format';
+import { formatDateTime, formatNumber, utcOffsetLabel } from '../lib/format';
 import { trpc } from '../lib/trpc';
 
 const PAGE_SIZE = 50;
@@ -45,6 +45,7 @@ export function EventsPage() {
   const set = (key: keyof ExplorerFilters) => (e: { target: { value: string } }) => setDraft({ ...draft, [key]: e.target.value });
   const exportHref = (format: 'json' | 'csv') => `/session/events/export?${new URLSearchParams({ format, ...apiFilters }).toString()}`;
   const rows = events.data?.pages.flatMap((p) => p.data) ?? [];
+  const removed = events.data?.pages[0]?.removed;
   const filtered = hasAnyFilter(applied);
 
   return (
@@ -124,6 +125,19 @@ export function EventsPage() {
           )}
         </div>
       </form>
+
+      {removed && (
+        <p className="callout" data-testid="events-removed">
+          {removed.pruned > 0 && (
+            <>
+              {formatNumber(removed.pruned)} events received before {removed.pruned_before ? formatDateTime(removed.pruned_before) : 'the cutoff'} were pruned under the{' '}
+              {removed.policy_days}-day retention policy.{' '}
+            </>
+          )}
+          {removed.erased > 0 && <>{formatNumber(removed.erased)} events were erased on request. </>}
+          They are not listed; each removal is an entry of the signed log (<Link to="/retention">Retention</Link>).
+        </p>
+      )}
 
       <section className="card flush" aria-busy={events.isFetching}>
         {events.isPending ? (
