@@ -37,7 +37,7 @@ export function forwardRoute(ingest: Ingest): Middleware {
     const outcomes = await Promise.allSettled(request.data.writes.map((write) => ingest.writeForwarded(unitFromWire(write))));
     const body: TForwardResponse = {
       results: outcomes.map((outcome) => {
-        if (outcome.status === 'fulfilled') return { placements: outcome.value.map((doc) => ({ seq: doc.seq, month: doc.month, month_seq: doc.month_seq })) };
+        if (outcome.status === 'fulfilled') return { placements: outcome.value.map((doc) => ({ seq: doc.seq, month: doc.month, month_seq: doc.month_seq, ...(doc.salt === undefined ? {} : { salt: doc.salt }) })) };
         const error = toAppError(outcome.reason);
         return { error: { code: error.code, message: error.message, ...(error.details.retryAfter === undefined ? {} : { retry_after: error.details.retryAfter }) } };
       }),

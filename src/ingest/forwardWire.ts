@@ -87,8 +87,11 @@ export function parseWire(text: string): unknown {
   }
 }
 
-/** Where the writer placed an event: the rest of the stored document is the draft sent. */
-export const ZPlacement = z.object({ seq: z.number().int(), month: z.string(), month_seq: z.number().int() });
+/**
+ * Where the writer placed an event, and its salt: the rest of the stored document is the draft sent. The
+ * salt is random per draft, so an event stored already under its id (a retry's twin) has another one.
+ */
+export const ZPlacement = z.object({ seq: z.number().int(), month: z.string(), month_seq: z.number().int(), salt: z.string().regex(/^[0-9a-f]{64}$/).optional() });
 export type TPlacement = z.infer<typeof ZPlacement>;
 
 const ZRefusal = z.object({

@@ -66,7 +66,8 @@ export class Ingest {
     }
     if (placed === UNDELIVERED) return this.writer.write(unit);
     // The writer stores each draft as sent (one already stored under its id was stored from the same
-    // draft: see services/idempotency.ts), so its placement completes it.
+    // request: see services/idempotency.ts, with its own salt, which the placement carries), so its
+    // placement completes it.
     return unit.drafts.map((draft, i) => ({ ...draft, ...(placed[i] as TPlacement) }));
   }
 

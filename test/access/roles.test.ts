@@ -71,6 +71,11 @@ const INPUTS: Record<string, unknown> = {
   'dashboard.members.revokeInvitation': { id: 'inv_none' },
   'dashboard.members.changeRole': { account_id: 'acct_none', role: 'viewer' },
   'dashboard.members.remove': { account_id: 'acct_none' },
+  'dashboard.retention.view': undefined,
+  'dashboard.retention.setPolicy': { days: 1 },
+  'dashboard.retention.placeHold': { filter: {}, reason: '' },
+  'dashboard.retention.releaseHold': { id: 'hold_none' },
+  'dashboard.retention.erase': { event_ids: [randomUUID()], reason: 'data_subject_request' },
 };
 const ENDS_SESSION = ['account.logout', 'dashboard.members.leave'];
 

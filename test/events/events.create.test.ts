@@ -37,7 +37,13 @@ describe('creating an event', () => {
         api_key_id: org.keyId,
       },
       // The ledger receipt (issue 11): its place in the organization's log and the hash the leaf commits to.
-      ledger: { leaf_index: expect.any(Number), event_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
+      ledger: {
+        leaf_index: expect.any(Number),
+        event_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+        // A v2 leaf (issue 25): the salted commitment the leaf holds, and the salt that opens it.
+        event_commitment: expect.stringMatching(/^[0-9a-f]{64}$/),
+        salt: expect.stringMatching(/^[0-9a-f]{64}$/),
+      },
     });
   });
 
