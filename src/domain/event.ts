@@ -214,7 +214,7 @@ export const ZListEventsOutput = z
     data: z.array(ZEvent),
     has_more: z.boolean(),
     next_cursor: z.string().nullable(),
-    removed: ZRemovedNotice.nullable().optional().meta({ description: 'Set when events were pruned or erased from the organization\'s log: how many, and why (they are not in any page)' }),
+    removed: ZRemovedNotice.optional().meta({ description: 'Present once events were pruned or erased from the organization\'s log: how many, and why (they are in no page)' }),
   })
   .meta({ id: 'EventPage' });
 export type TListEventsOutput = z.infer<typeof ZListEventsOutput>;

@@ -18,5 +18,5 @@ export const listEvents = apiKeyProcedure
   .output(ZListEventsOutput)
   .query(async ({ ctx, input }) => {
     const [page, removed] = await Promise.all([ctx.services.events.list(ctx.principal, input), ctx.services.retention.notice(ctx.principal.tenant)]);
-    return { ...page, removed };
+    return removed ? { ...page, removed } : page;
   });
