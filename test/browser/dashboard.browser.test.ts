@@ -20,7 +20,7 @@ import { signNote } from '../../src/domain/ledger/note';
 import { cosignerFromSeed } from '../../src/domain/ledger/cosigner';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
-import { call, createEvent, SPEC_CSV_COLUMNS } from '../helpers/api';
+import { call, createEvent, eventBody, SPEC_CSV_COLUMNS } from '../helpers/api';
 import { artifactPath, launchChromium } from '../helpers/browser';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
 import { startWitnessProcess } from '../helpers/processes';
@@ -329,6 +329,32 @@ describe('the dashboard in a browser', () => {
     }
   });
 
+  it('retention: an owner sets a policy (pending until its notice ends), holds, erases an actor, and the entries check out in the browser', async () => {
+    for (let i = 0; i < 3; i++) expect((await call(`${app.url}/v1/events`, { key: apiKey, body: eventBody({ actor: { id: 'erase_me', name: 'Erin Erasable' } }) })).status).toBe(201);
+    await page.getByRole('link', { name: 'Retention' }).click();
+    await page.waitForURL('**/retention');
+    await page.getByTestId('retention-days').getByText('Events are kept for ever').waitFor();
+    await page.getByLabel('Keep events for (days)').fill('90');
+    await page.getByRole('button', { name: 'Change policy' }).click();
+    await page.getByTestId('retention-pending').getByText(/^90 days, in force from /).waitFor();
+    await page.getByRole('form', { name: 'Place a hold' }).getByLabel('actor_id').fill('litigant_1');
+    await page.getByRole('form', { name: 'Place a hold' }).getByLabel('Reason').fill('Case 2026-17');
+    await page.getByRole('button', { name: 'Place hold' }).click();
+    await page.getByTestId('retention-holds').getByText('actor_id = litigant_1').waitFor();
+    await page.getByLabel('Actor ID').fill('erase_me');
+    await page.getByLabel('I understand this cannot be undone').check();
+    await page.getByRole('button', { name: 'Erase', exact: true }).click();
+    await page.getByTestId('erase-result').getByText('Erased 3 events.').waitFor();
+    await page.getByTestId('retention-removed').getByText(/0 pruned, 3 erased on request/).waitFor();
+    // Every retention entry fetched, proven against the pinned key and checked against the policy here.
+    await page.getByRole('button', { name: 'Check in this browser' }).click();
+    await page.getByTestId('retention-verdict').getByText('3 entries, each proven in the signed log; they account for 0 pruned and 3 erased events, each under the policy in force.').waitFor();
+    await shot('08b-retention');
+    // The events explorer says what went, instead of silently showing fewer rows.
+    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByTestId('events-removed').getByText(/3 events were erased on request\./).waitFor();
+  });
+
   it('revokes the key after confirmation, and the API refuses it at once', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('button', { name: 'Revoke' }).click();
@@ -353,7 +379,8 @@ describe('the dashboard in a browser', () => {
     await shot('10-events-phone');
     await page.goto(`${app.url}/usage`);
     await page.getByText('of 10,000 events this month').waitFor();
-    expect(await page.locator('.usage-numbers strong').textContent()).toBe('5');
+    // The five events sent above and the three the retention step sent (erased since: the cap counts what was received).
+    expect(await page.locator('.usage-numbers strong').textContent()).toBe('8');
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot('11-usage-phone');
     await page.setViewportSize({ width: 1280, height: 800 });
