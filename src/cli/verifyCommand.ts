@@ -194,14 +194,12 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       if (by) removed[by.kind]++;
       else unexplained.push(index + 1);
     }
-    const whole = `sequence numbers 1 to ${checkpoint.size}, each once`;
-    if (removed.pruned + removed.erased > 0) {
-      record(true, `${removed.pruned} events pruned under the retention policy and ${removed.erased} erased on request, each covered by a later retention entry of the log`);
-    }
+    const gone = removed.pruned + removed.erased;
+    if (gone > 0) record(true, `${removed.pruned} events pruned under the retention policy and ${removed.erased} erased on request, each covered by a later retention entry of the log`);
     record(
       unexplained.length === 0,
       unexplained.length === 0
-        ? `the export holds every event of the signed tree (${whole}) that no retention entry removed`
+        ? `the export holds every event of the signed tree${gone ? ' that no retention entry removed' : ''}: sequence numbers 1 to ${checkpoint.size}, each once`
         : `missing without authority: the export lacks the events at sequence numbers ${ranges(unexplained)} of the signed tree of ${checkpoint.size}, and no valid prune or erasure entry covers them (deleted, or left out)`,
     );
   }
