@@ -9,8 +9,8 @@
  *   (kept either way), and the leaf kept for it after (its document); and what the database says of
  *   the collections (collStats), where it says it;
  * - the prune's speed, as a ratio to a baseline in the same run: reading the same events with a raw
- *   driver cursor (the least any prune must do), and to deleting them with one raw `deleteMany` (on a
- *   copy), and as events per second.
+ *   driver cursor (the least any prune must do), and to deleting them with raw `deleteMany`s (on a
+ *   copy, in runs of 1,000), and as events per second.
  *
  * Recorded in BENCHMARKS.md. Needs MONGODB_URI (FerretDB here: `npm run db:ferretdb` prints one).
  */
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     for await (const tile of db.collection('ledger_tiles').find({ tenant: org._id })) tileBytes += BSON.calculateObjectSize(tile);
     const eventsBefore = await collStats(db, 'events');
 
-    // The baselines: the same events read with a raw cursor, and deleted with one deleteMany (a copy).
+    // The baselines: the same events read with a raw cursor, and deleted with raw deleteMany calls (a copy).
     const readStart = process.hrtime.bigint();
     let read = 0;
     for await (const _doc of db.collection('events').find({ tenant: org._id }).batchSize(1000)) read++;
@@ -93,7 +93,8 @@ async function main(): Promise<void> {
     const copy = db.collection('events_copy');
     for (let at = 0; at < EVENTS; at += 10_000) await copy.insertMany(await db.collection('events').find({ tenant: org._id }).skip(at).limit(10_000).toArray());
     const deleteStart = process.hrtime.bigint();
-    await copy.deleteMany({ tenant: org._id });
+    // In runs of 1,000 (as the prune deletes): FerretDB cannot delete 100,000 documents in one statement.
+    for (let seq = 0; seq < EVENTS + 1000; seq += 1000) await copy.deleteMany({ tenant: org._id, seq: { $gt: seq, $lte: seq + 1000 } });
     const deleteMs = Number(process.hrtime.bigint() - deleteStart) / 1e6;
     await copy.drop();
 
@@ -124,7 +125,7 @@ async function main(): Promise<void> {
     }
     lines.push(
       `- the prune of ${pruned.pruned.toLocaleString('en-US')} events (one prune entry, leaves kept, bodies and salts deleted): ${(pruneMs / 1000).toFixed(1)} s = **${Math.round(pruned.pruned / (pruneMs / 1000)).toLocaleString('en-US')} events/s**; ` +
-        `**${(pruneMs / readMs).toFixed(1)}×** the time to read the same events with a raw cursor (${(readMs / 1000).toFixed(1)} s), ${(pruneMs / deleteMs).toFixed(1)}× one raw \`deleteMany\` of them (${(deleteMs / 1000).toFixed(1)} s).`,
+        `**${(pruneMs / readMs).toFixed(1)}×** the time to read the same events with a raw cursor (${(readMs / 1000).toFixed(1)} s), ${(pruneMs / deleteMs).toFixed(1)}× raw \`deleteMany\`s of them (runs of 1,000) (${(deleteMs / 1000).toFixed(1)} s).`,
     );
     for (const line of lines) console.log(line);
     recordBenchmark([heading, '', `Pruning ${EVENTS.toLocaleString('en-US')} events of one organization, in one process (the service's own code, a clock moved 40 days past a 30-day policy):`, '', ...lines, '']);

@@ -88,14 +88,19 @@ export class RetentionStore {
   async remove(tenant: string, leaves: readonly KeptLeafDoc[], ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
     try {
-      await this.c.keptLeaves.insertMany([...leaves], { ordered: false });
+      for (let at = 0; at < leaves.length; at += BATCH) await this.c.keptLeaves.insertMany(leaves.slice(at, at + BATCH), { ordered: false });
     } catch (error) {
       // Kept before, by a run that stopped before deleting: the unique index keeps one.
       const writeErrors = (error as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
       const all = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
       if (!isDuplicateKey(error) && !(all.length > 0 && all.every((e) => e.code === DUPLICATE_KEY))) throw error;
     }
-    const { deletedCount } = await this.c.events.deleteMany({ tenant, _id: { $in: [...ids] } });
-    return deletedCount;
+    // In runs: FerretDB turns a delete into one PostgreSQL statement with a parameter per document,
+    // and PostgreSQL takes at most 65,535 (a prune of 20,000 events at once failed there).
+    let deleted = 0;
+    for (let at = 0; at < ids.length; at += BATCH) {
+      deleted += (await this.c.events.deleteMany({ tenant, _id: { $in: ids.slice(at, at + BATCH) } })).deletedCount;
+    }
+    return deleted;
   }
 }

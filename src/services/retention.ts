@@ -25,8 +25,11 @@ import type { Clock } from '../domain/time';
 import type { SessionPrincipal } from './auth';
 import { actorOf, type SelfAudit } from './selfAudit';
 
-/** Events named by one prune or erasure entry: its ranges stay well inside an event's metadata limit. */
-const EVENTS_PER_ENTRY = 20_000;
+/**
+ * Events named by one prune or erasure entry: its ranges stay inside an event's metadata limit (64 KiB by
+ * default) even when every event is apart from the next (an actor's events among others': "12345," each).
+ */
+const EVENTS_PER_ENTRY = 5_000;
 /** How long one organization's retention work may hold its lease before another instance may take over. */
 const LEASE_MS = 10 * 60_000;
 /** How long a list page may show an organization's removed-events counts before reading them again. */
