@@ -4,7 +4,8 @@
  * files a webhook receiver wrote: one item per line, and the batch's `audit_ledger_checkpoint` line).
  *
  * Each event's hash is recomputed from the delivered JSON and must be its receipt's; the sequence
- * numbers must run without a gap (a repeat must be the same event); every checkpoint must be signed by
+ * numbers must run without a gap (a repeat must be the same event), except where a delivered retention
+ * entry removed events before the stream reached them; every checkpoint must be signed by
  * the key for one organization's log; and, when the stream started at the first event, the Merkle root
  * of the delivered events must be the root of every checkpoint they reach. That last check proves the
  * delivered events are exactly the log's leaves 1…N, in order, nothing missing, nothing added.
@@ -16,6 +17,7 @@ import { ZEvent } from '../domain/event';
 import { hashInputOfEvent } from '../domain/eventFields';
 import { eventHashes, eventLeafHash, leafCommitOf } from '../domain/ledger/eventHash';
 import { type LeafCommit, saltBytes } from '../domain/ledger/formats';
+import { checkRetention, isRetentionAction, type LogEntry } from '../domain/retention';
 import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { nodesOf, rootHash } from '../domain/ledger/merkle';
 import { openNote, parseVerifierKey } from '../domain/ledger/note';
@@ -70,6 +72,8 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
     return ok;
   };
   const hashes = new Map<number, LeafCommit>();
+  /** Retention entries among the delivered events: they account for events a stream skips (removed before it got there). */
+  const retention: LogEntry[] = [];
   let organization: string | null = null;
   const checkpoints = new Map<number, string>();
   let repeats = 0;
@@ -127,6 +131,8 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
         continue;
       }
       hashes.set(seq, hash);
+      const e = event.data;
+      if (isRetentionAction(e.action)) retention.push({ seq, action: e.action, api_key_id: e.api_key_id, timestamp: e.timestamp, actor_id: e.actor_id, metadata: e.metadata });
     }
   }
   // A checkpoint fetched apart from the delivery (GET /v1/ledger/checkpoint): the delivery must reach it,
@@ -148,10 +154,22 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
   const last = seqs.at(-1) ?? null;
   let verifiedSize = 0;
   if (first !== null && last !== null) {
-    const missing = last - first + 1 - seqs.length;
-    record(missing === 0 && bad === 0, missing === 0 ? `${seqs.length} events, sequence numbers ${first}–${last} without a gap (${repeats} delivered again)` : `${missing} sequence number(s) between ${first} and ${last} were never delivered`);
+    // A gap is allowed only where a delivered retention entry removed the events (pruned or erased).
+    const authority = checkRetention(retention.sort((a, b) => a.seq - b.seq));
+    for (const problem of authority.problems) record(false, problem);
+    let missing = 0;
+    let removed = 0;
+    for (let seq = first; seq <= last; seq++) {
+      if (hashes.has(seq)) continue;
+      if (authority.authority(seq)) removed++;
+      else missing++;
+    }
+    const removedNote = removed ? `; ${removed} removed under retention entries of the log, skipped` : '';
+    record(missing === 0 && bad === 0, missing === 0 ? `${seqs.length} events, sequence numbers ${first}–${last} without a gap (${repeats} delivered again${removedNote})` : `${missing} sequence number(s) between ${first} and ${last} were never delivered, and no retention entry removed them`);
     if (organization === null) record(false, 'no signed checkpoint was delivered');
-    else if (first !== 1) {
+    else if (removed > 0) {
+      verdicts.push({ ok: true, check: `events were removed under retention before the stream reached them: the checkpoints' roots cannot be recomputed without their leaves (check those with export --with-proofs)` });
+    } else if (first !== 1) {
       verdicts.push({ ok: true, check: `the stream started at sequence number ${first}: the checkpoints' roots cannot be recomputed without the events before it (check those with export --with-proofs)` });
     } else if (missing === 0) {
       const leaves = seqs.map((seq) => eventLeafHash(organization, seq, hashes.get(seq) as LeafCommit));

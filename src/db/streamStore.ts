@@ -95,6 +95,17 @@ export class StreamStore {
   }
 
   /** The events `from`..`to` of `tenant` in sequence order, up to the first one not stored. */
+  /**
+   * How many events from `from` on (up to `to`) in a row were removed under retention (pruned or erased:
+   * their leaves are kept): a stream skips them instead of waiting for them.
+   */
+  async removedRun(tenant: string, from: number, to: number): Promise<number> {
+    const kept = await this.c.keptLeaves.find({ tenant, seq: { $gte: from, $lte: to } }, { projection: { _id: 0, seq: 1 } }).sort({ seq: 1 }).toArray();
+    let run = 0;
+    while (run < kept.length && (kept[run] as { seq: number }).seq === from + run) run++;
+    return run;
+  }
+
   async eventsBetween(tenant: string, from: number, to: number): Promise<EventDoc[]> {
     if (to < from) return [];
     if (!this.pointReads) {

@@ -289,6 +289,11 @@ class StreamRun {
         continue;
       }
       if (!pending) {
+        const skipped = await this.skipRemoved(progress).catch(() => null);
+        if (skipped) {
+          progress = skipped;
+          continue;
+        }
         await this.sleep(this.options.pollMs);
         continue;
       }
@@ -337,6 +342,22 @@ class StreamRun {
     const first = docs[0];
     if (!first) return null;
     return { streamId: this.doc._id, tenant: this.doc.tenant, first: from, last: from + items.length - 1, items, times, receivedAt: first.received_at, checkpoint: { size: checkpoint.size, note: checkpoint.note } };
+  }
+
+  /**
+   * Past events removed under retention (pruned or erased, a signed entry of the log names each) where
+   * the stream stands: never delivered, never waited for. Null when the next event is not one.
+   */
+  private async skipRemoved(progress: StreamProgressDoc): Promise<StreamProgressDoc | null> {
+    const checkpoint = await this.ledger.of(this.doc.tenant).newest();
+    const from = progress.delivered_seq + 1;
+    if (!checkpoint || checkpoint.size < from) return null;
+    const removed = await this.store.removedRun(this.doc.tenant, from, Math.min(checkpoint.size, from + 9_999));
+    if (removed === 0) return null;
+    const next: StreamProgressDoc = { ...progress, delivered_seq: from + removed - 1 };
+    this.log.info({ from, to: next.delivered_seq }, 'stream skipped events removed under retention');
+    await this.save(next);
+    return next;
   }
 
   private async delivered(progress: StreamProgressDoc, batch: DeliveryBatch): Promise<StreamProgressDoc> {

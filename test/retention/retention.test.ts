@@ -7,7 +7,7 @@
  * deleted in the database, a prune that claims more than the policy allows, a prune inside the notice.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,6 +19,7 @@ import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { ROOT, runCli } from '../helpers/processes';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
+import { webhookItems, webhookReceiver } from '../helpers/streamReceivers';
 
 const run = promisify(execFile);
 const vkey = TEST_LEDGER_SIGNER.text;
@@ -297,6 +298,47 @@ test('an entry sent by a client is no authority, and only owners manage retentio
   expect(await failure(admin.client.dashboard.retention.erase.mutate({ actor_id: 'user_1', reason: 'data_subject_request' }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });
   expect(await failure(admin.client.dashboard.retention.setPolicy.mutate({ days: 30 }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });
   expect((await admin.client.dashboard.retention.view.query()).days).toBeNull();
+}, 120_000);
+
+test('a stream from the first event skips what was removed, and stream verify accepts the gap its entries explain', async () => {
+  const { owner, email, org } = await ownedOrg();
+  await owner.client.dashboard.retention.setPolicy.mutate({ days: 30 });
+  await write(org, 20);
+  advance(40);
+  await owner.login(email);
+  const pruned = await app.services.retention.prune(org.id);
+  expect(pruned.pruned).toBeGreaterThanOrEqual(20);
+  await write(org, 5);
+  let secret = '';
+  const receiver = await webhookReceiver(() => secret).start();
+  try {
+    const created = await call(`${app.url}/v1/streams`, { key: org.key, body: { name: 'from the start', destination: { type: 'webhook', url: receiver.url }, start_seq: 1 } });
+    expect(created.status).toBe(201);
+    secret = created.body.secret as string;
+    const size = await eventually('every signed event delivered or skipped', async () => {
+      const checkpoint = (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body as { tree_size: number; checkpoint: string };
+      const stream = (await call(`${app.url}/v1/streams/${created.body.id as string}`, { key: org.key })).body as { delivered_seq: number };
+      return stream.delivered_seq >= checkpoint.tree_size ? checkpoint : null;
+    });
+    const items = webhookItems(receiver);
+    expect(items.length).toBeLessThan(size.tree_size);
+    // What an S3 stream stores: the items as JSON lines, and the batch's checkpoint.
+    const delivered = join(dir, 'stream');
+    mkdirSync(delivered, { recursive: true });
+    writeFileSync(join(delivered, 'batch.jsonl'), [...items.map((item) => JSON.stringify(item)), JSON.stringify({ audit_ledger_checkpoint: { note: size.checkpoint } })].join('\n'));
+    const verified = await runCli(['stream', 'verify', '--verifier-key', vkey, delivered], {});
+    expect(verified.stdout).toContain(`removed under retention entries of the log, skipped`);
+    expect(verified.code).toBe(0);
+    // The same delivery with an event taken out that no entry removed: a gap, named.
+    const dropped = items.findIndex((item) => item.event.action === 'user.role_changed');
+    const kept = items.filter((_, i) => i !== dropped);
+    writeFileSync(join(delivered, 'batch.jsonl'), [...kept.map((item) => JSON.stringify(item)), JSON.stringify({ audit_ledger_checkpoint: { note: size.checkpoint } })].join('\n'));
+    const gapped = await runCli(['stream', 'verify', '--verifier-key', vkey, delivered], {});
+    expect(gapped.stdout).toContain('1 sequence number(s) between');
+    expect(gapped.code).toBe(1);
+  } finally {
+    await receiver.stop();
+  }
 }, 120_000);
 
 test('the prune job is one at a time per organization across instances', async () => {
