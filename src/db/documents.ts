@@ -1,6 +1,6 @@
 /** Stored document shapes and the mapping from a stored event to its API form. */
 import type { StreamDestination, StreamFormat } from '../domain/stream';
-import type { Binary } from 'mongodb';
+import { Binary } from 'mongodb';
 import type { Plan } from '../domain/plan';
 import type { Scope } from '../domain/apiKey';
 import type { Role } from '../domain/roles';
@@ -378,17 +378,25 @@ export interface RetentionHoldDoc {
 }
 
 /**
- * The leaf of an event whose body was pruned or erased (about 100 bytes): what the log's entry bundles
- * (c2sp.org/tlog-tiles) and a reseal need once the event is gone. For a v2 leaf it reveals nothing of
- * the event without the salt, which is deleted with it.
+ * The leaf of an event whose body was pruned or erased: what the log's entry bundles (c2sp.org/tlog-tiles)
+ * and a reseal need once the event is gone. About 100 bytes: the driver's ObjectId, the organization,
+ * the sequence number, the version and 32 bytes; unique by (tenant, seq), so keeping a leaf twice (a
+ * prune run again) stores it once. For a v2 leaf it reveals nothing of the event without the salt,
+ * which is deleted with it.
  */
 export interface KeptLeafDoc {
-  /** `<tenant>/<seq>`: keeping a leaf twice (a prune run again) stores it once. */
-  _id: string;
   tenant: string;
   seq: number;
   v: LeafCommit['v'];
-  hash: string;
+  hash: Binary;
+}
+
+export function keptLeafDoc(tenant: string, seq: number, commit: LeafCommit): KeptLeafDoc {
+  return { tenant, seq, v: commit.v, hash: new Binary(Buffer.from(commit.hash, 'hex')) };
+}
+
+export function keptLeafCommit(doc: KeptLeafDoc): LeafCommit {
+  return { v: doc.v, hash: Buffer.from(doc.hash.buffer).toString('hex') };
 }
 
 /** What list pages and exports say of an organization's removed events (the log's entries are the proof). */

@@ -26,7 +26,7 @@ import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WID
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { mapLimited } from '../domain/limited';
 import type { Clock } from '../domain/time';
-import { type EventDoc, eventHashesOfDoc, leafCommitOfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, keptLeafCommit, leafCommitOfDoc, type LedgerCheckpointDoc } from '../db/documents';
 import { describeDbError } from '../db/errors';
 import { checkpointId, type LedgerStore, tileDoc } from '../db/ledgerStore';
 import { MissingTile, TileReader } from './tileReader';
@@ -665,7 +665,7 @@ export class LedgerIntegrator {
     }
     // Every leaf from the events, or, for events pruned or erased, from the leaves kept for them.
     const kept = new Map<number, LeafCommit>();
-    for await (const leaf of store.keptLeavesInOrder()) kept.set(leaf.seq, { v: leaf.v, hash: leaf.hash });
+    for await (const leaf of store.keptLeavesInOrder()) kept.set(leaf.seq, keptLeafCommit(leaf));
     const leaves: Buffer[] = [];
     const fillKept = (upTo: number) => {
       for (let commit = kept.get(leaves.length + 1); commit && leaves.length + 1 <= upTo; commit = kept.get(leaves.length + 1)) leaves.push(eventLeafHash(tenant, leaves.length + 1, commit));

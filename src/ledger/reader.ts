@@ -6,7 +6,7 @@
 import { consistencyProof, inclusionProof, type NodeSource } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import type { Clock } from '../domain/time';
-import { type EventDoc, type LedgerCheckpointDoc, type LedgerEntryDoc, leafCommitOfDoc } from '../db/documents';
+import { type EventDoc, keptLeafCommit, type LedgerCheckpointDoc, type LedgerEntryDoc, leafCommitOfDoc } from '../db/documents';
 import type { LeafCommit } from '../domain/ledger/formats';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import { INSTALLATION, type LedgerIntegrator, logOrigin } from './integrator';
@@ -90,7 +90,7 @@ export class TenantLedgerReader {
    */
   async leafCommitsBetween(from: number, to: number): Promise<{ seq: number; commit: LeafCommit }[]> {
     const [docs, kept] = await Promise.all([this.store.eventsBetween(from, to), this.store.keptLeavesBetween(from, to)]);
-    const bySeq = new Map<number, LeafCommit>(kept.map((leaf) => [leaf.seq, { v: leaf.v, hash: leaf.hash }]));
+    const bySeq = new Map<number, LeafCommit>(kept.map((leaf) => [leaf.seq, keptLeafCommit(leaf)]));
     for (const doc of docs) bySeq.set(doc.seq, leafCommitOfDoc(doc));
     return [...bySeq].sort((a, b) => a[0] - b[0]).map(([seq, commit]) => ({ seq, commit }));
   }

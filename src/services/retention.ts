@@ -14,7 +14,7 @@
  */
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { type EventDoc, type KeptLeafDoc, leafCommitOfDoc, type RetentionHoldDoc, toEvent } from '../db/documents';
+import { type EventDoc, type KeptLeafDoc, keptLeafDoc, leafCommitOfDoc, type RetentionHoldDoc, toEvent } from '../db/documents';
 import type { ExportLeaseStore } from '../db/exportLeaseStore';
 import type { RetentionStore } from '../db/retentionStore';
 import { AppError } from '../domain/errors';
@@ -41,6 +41,9 @@ export interface RetentionOptions {
   maxDays: number | null;
   noticeDays: number;
 }
+
+/** Told of events removed here, so that nothing held in memory (the streams' recent events) sends them again. */
+export type OnRemoved = (tenant: string, seqs: readonly number[]) => void;
 
 export interface RetentionLedger {
   /** The size of the organization's newest signed checkpoint (0: none). */
@@ -70,6 +73,7 @@ export class RetentionService {
     private readonly options: RetentionOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
+    private readonly onRemoved: OnRemoved = () => undefined,
   ) {}
 
   async view(tenant: string): Promise<TRetentionView> {
@@ -163,6 +167,7 @@ export class RetentionService {
         });
         entries.push(entry.seq);
         await this.store.counted(tenant, 'erased', await this.store.remove(tenant, part.leaves, part.ids));
+        this.onRemoved(tenant, part.seqs);
         this.notices.delete(tenant);
       }
       return { erased: removal.seqs.length, held, entries };
@@ -205,6 +210,7 @@ export class RetentionService {
         });
         entries.push(entry.seq);
         await this.store.counted(tenant, 'pruned', await this.store.remove(tenant, part.leaves, part.ids), { cutoff, days });
+        this.onRemoved(tenant, part.seqs);
         this.notices.delete(tenant);
       }
       if (removal.seqs.length) this.log.info({ tenant, pruned: removal.seqs.length, held, cutoff, days }, 'retention: pruned');
@@ -251,7 +257,7 @@ export class RetentionService {
       const commit = leafCommitOfDoc(doc);
       removal.seqs.push(doc.seq);
       removal.ids.push(doc._id);
-      removal.leaves.push({ _id: `${doc.tenant}/${doc.seq}`, tenant: doc.tenant, seq: doc.seq, v: commit.v, hash: commit.hash });
+      removal.leaves.push(keptLeafDoc(doc.tenant, doc.seq, commit));
     }
     return { removal, held };
   }

@@ -12,9 +12,16 @@ import type { EventHashes } from '../domain/ledger/eventHash';
 import type { StreamItem } from '../domain/streamFormats';
 import type { StreamStore } from '../db/streamStore';
 
+/**
+ * How long an event stays usable from memory: streams that keep up read it within a second or two;
+ * after this, it is read from the database, where an erasure made on another instance has removed it
+ * (this instance's own removals are forgotten at once).
+ */
+const CACHE_TTL_MS = 60_000;
+
 export class EventSource {
-  /** By `<tenant>\n<seq>`, oldest first (a Map keeps insertion order). */
-  private readonly recent = new Map<string, EventDoc>();
+  /** By `<tenant>\n<seq>`, oldest first (a Map keeps insertion order), with when each was added (ms, monotonic). */
+  private readonly recent = new Map<string, { doc: EventDoc; at: number }>();
   /** One database read at a time per organization: a second stream waits and then finds the events here. */
   private readonly reading = new Map<string, Promise<unknown>>();
 
@@ -58,7 +65,7 @@ export class EventSource {
     for (const doc of docs) {
       const key = `${doc.tenant}\n${doc.seq}`;
       this.recent.delete(key);
-      this.recent.set(key, doc);
+      this.recent.set(key, { doc, at: performance.now() });
     }
     while (this.recent.size > this.capacity) {
       const oldest = this.recent.keys().next();
@@ -90,11 +97,17 @@ export class EventSource {
 
   private cached(tenant: string, from: number, to: number): EventDoc[] {
     const out: EventDoc[] = [];
+    const fresh = performance.now() - CACHE_TTL_MS;
     for (let seq = from; seq <= to; seq++) {
-      const doc = this.recent.get(`${tenant}\n${seq}`);
-      if (!doc) break;
-      out.push(doc);
+      const entry = this.recent.get(`${tenant}\n${seq}`);
+      if (!entry || entry.at < fresh) break;
+      out.push(entry.doc);
     }
     return out;
+  }
+
+  /** Events removed under retention (pruned or erased here): never sent again from memory. */
+  forget(tenant: string, seqs: readonly number[]): void {
+    for (const seq of seqs) this.recent.delete(`${tenant}\n${seq}`);
   }
 }
