@@ -36,7 +36,9 @@ function statusOf(error: unknown): number | undefined {
 export function toAppError(error: unknown): AppError {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (cause instanceof AppError) return cause;
-  if (cause instanceof ZodError) return validationError(cause.issues);
+  // An input that fails its schema is the client's (tRPC: BAD_REQUEST); an output that fails its schema
+  // (tRPC: INTERNAL_SERVER_ERROR, "Output validation failed") is the service's own bug: a 500, logged.
+  if (cause instanceof ZodError && !(error instanceof TRPCError && error.code === 'INTERNAL_SERVER_ERROR')) return validationError(cause.issues);
   if (cause instanceof Error && cause.cause instanceof AppError) return cause.cause;
   const unreachable = unreachableDatabaseError(cause);
   if (unreachable) return unreachable;

@@ -1,5 +1,8 @@
 /** Pure functions of the domain: time parsing, cursors, CSV cells, configuration. */
+import { TRPCError } from '@trpc/server';
+import { z, type ZodError } from 'zod';
 import { loadConfig } from '../../src/config/env';
+import { toAppError } from '../../src/trpc/errors';
 import { decodeCursor, encodeCursor } from '../../src/domain/cursor';
 import { parseIsoDateTime, parseRangeBound, utcMonth } from '../../src/domain/time';
 import { formatCsvCell } from '../../src/export/csvCell';
@@ -88,4 +91,10 @@ describe('configuration', () => {
   test('bad values stop start-up with a message naming each variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', MONGODB_URI: 'postgres://x', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*MONGODB_URI[\s\S]*LOG_LEVEL/);
   });
+});
+
+test('a schema refusing the input is the client\'s 400; refusing the output is the service\'s 500', () => {
+  const issues = z.object({ days: z.number() }).safeParse({}).error as ZodError;
+  expect(toAppError(new TRPCError({ code: 'BAD_REQUEST', cause: issues })).code).toBe('VALIDATION_FAILED');
+  expect(toAppError(new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: 'Output validation failed', cause: issues })).code).toBe('INTERNAL_ERROR');
 });
