@@ -226,6 +226,14 @@ test('held events are not pruned, and the prune entry says how many were kept', 
   expect(await app.collections.events.countDocuments({ tenant: org.id, actor_id: 'kept' })).toBe(5);
   expect(await app.collections.events.countDocuments({ tenant: org.id, actor_id: 'gone' })).toBe(0);
   expect((await exportAndVerify(org, 'held')).code).toBe(0);
+  // An operator's reseal of the pruned log takes the removed events' leaves from those kept: the same tree.
+  const newest = (await seqsOf(org)).at(-1) as number;
+  await app.services.integrator.integrate(org.id, { storedTo: newest });
+  const before = (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body as { tree_size: number; root_hash: string };
+  expect(before.tree_size).toBe(newest);
+  const resealed = await app.services.integrator.reseal(org.id);
+  expect(resealed).toMatchObject({ anchor: before.tree_size, size: before.tree_size, planted: 0 });
+  expect((await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.root_hash).toBe(before.root_hash);
 }, 120_000);
 
 test('a prune entry that claims more than the policy allows fails verification', async () => {
