@@ -3,7 +3,7 @@ import type { Collection, Db, IndexDescription } from 'mongodb';
 import { isDuplicateKey } from './errors';
 import type {
   AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
-  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionPolicyDoc, RetentionHoldDoc, KeptLeafDoc, RetentionStateDoc,
+  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionHoldDoc, KeptLeafDoc, RetentionStateDoc,
 } from './documents';
 
 export interface Collections {
@@ -43,8 +43,6 @@ export interface Collections {
   invitationUses: Collection<InvitationUseDoc>;
   /** Self-audit records from the admin CLI, until an instance writes them (a handful: read whole). */
   auditOutbox: Collection<AuditOutboxDoc>;
-  /** Retention policies by organization (`_id`). */
-  retentionPolicies: Collection<RetentionPolicyDoc>;
   /** Legal holds, by organization. */
   retentionHolds: Collection<RetentionHoldDoc>;
   /** The leaves of pruned and erased events, by (organization, seq). */
@@ -78,7 +76,6 @@ export function collections(db: Db): Collections {
     invitations: db.collection<InvitationDoc>('invitations'),
     invitationUses: db.collection<InvitationUseDoc>('invitation_uses'),
     auditOutbox: db.collection<AuditOutboxDoc>('audit_outbox'),
-    retentionPolicies: db.collection<RetentionPolicyDoc>('retention_policies'),
     retentionHolds: db.collection<RetentionHoldDoc>('retention_holds'),
     keptLeaves: db.collection<KeptLeafDoc>('kept_leaves'),
     retentionState: db.collection<RetentionStateDoc>('retention_state'),

@@ -357,16 +357,6 @@ export interface AuditOutboxDoc {
   at: Date;
 }
 
-/**
- * An organization's retention policy as its log records it: every change, oldest first (a handful).
- * The log is the authority; this copy spares the prune job reading the log.
- */
-export interface RetentionPolicyDoc {
-  /** The organization. */
-  _id: string;
-  changes: { days: number | null; effective_at: Date; recorded_at: Date }[];
-}
-
 /** A legal hold: events matching its filter (none: every event) are neither pruned nor erased while it stands. */
 export interface RetentionHoldDoc {
   _id: string;

@@ -1,10 +1,11 @@
 /**
- * Retention's documents: each organization's policy changes, legal holds, the leaves kept for removed
- * events, the counts that list pages and exports report, and the removal itself. The log's entries are
- * the authority (domain/retention.ts); these spare every request from reading the log.
+ * Retention's documents: each organization's policy changes (its log's entries), legal holds, the leaves
+ * kept for removed events, the counts that list pages and exports report, and the removal itself.
  */
 import type { Collections } from './database';
-import type { EventDoc, KeptLeafDoc, RetentionHoldDoc, RetentionPolicyDoc, RetentionStateDoc } from './documents';
+import { type PolicyChange, RETENTION_ACTIONS, ZPolicyChangedMeta } from '../domain/retention';
+import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
+import type { EventDoc, KeptLeafDoc, RetentionHoldDoc, RetentionStateDoc } from './documents';
 import { DUPLICATE_KEY, isDuplicateKey } from './errors';
 
 /** Events read per batch when looking for what to remove, and leaves inserted per insert. */
@@ -19,18 +20,18 @@ const DELETE_RUN = 10_000;
 export class RetentionStore {
   constructor(private readonly c: Collections) {}
 
-  async policy(tenant: string): Promise<RetentionPolicyDoc | null> {
-    return this.c.retentionPolicies.findOne({ _id: tenant });
-  }
-
-  /** Appends a change (the log's entry was written first). */
-  async addChange(tenant: string, change: RetentionPolicyDoc['changes'][number]): Promise<void> {
-    await this.c.retentionPolicies.updateOne({ _id: tenant }, { $push: { changes: change } }, { upsert: true });
-  }
-
-  /** Organizations with a policy (the prune job's list). */
-  async withPolicy(): Promise<RetentionPolicyDoc[]> {
-    return this.c.retentionPolicies.find({}).toArray();
+  /**
+   * The organization's policy changes, oldest first, read from its log: the entries are the policy (no
+   * copy that a crash could leave behind them). A few per organization, found by (tenant, action).
+   */
+  async policyChanges(tenant: string): Promise<PolicyChange[]> {
+    const entries = await this.c.events.find({ tenant, action: RETENTION_ACTIONS.policyChanged, api_key_id: SELF_AUDIT_KEY_ID }).sort({ ts: 1, _id: 1 }).toArray();
+    const changes: (PolicyChange & { seq: number })[] = [];
+    for (const doc of entries) {
+      const meta = ZPolicyChangedMeta.safeParse(JSON.parse(doc.metadata));
+      if (meta.success) changes.push({ seq: doc.seq, days: meta.data.days, effectiveAt: Date.parse(meta.data.effective_at), recordedAt: doc.ts.getTime() });
+    }
+    return changes.sort((a, b) => a.seq - b.seq);
   }
 
   holds(tenant: string): Promise<RetentionHoldDoc[]> {

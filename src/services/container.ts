@@ -149,6 +149,7 @@ export async function createServices(
     selfAudit,
     retention: new RetentionService(
       new RetentionStore(c),
+      () => orgs.ids(),
       stores.exportLeases,
       {
         signedSize: async (tenant) => (await ledgerReader.of(tenant).newest())?.size ?? 0,

@@ -67,6 +67,8 @@ export class RetentionService {
 
   constructor(
     private readonly store: RetentionStore,
+    /** Every organization's id (the prune job's round). */
+    private readonly tenants: () => Promise<string[]>,
     private readonly leases: ExportLeaseStore,
     private readonly ledger: RetentionLedger,
     private readonly audit: SelfAudit,
@@ -77,9 +79,8 @@ export class RetentionService {
   ) {}
 
   async view(tenant: string): Promise<TRetentionView> {
-    const [policy, holds, state] = await Promise.all([this.store.policy(tenant), this.store.holds(tenant), this.store.state(tenant)]);
+    const [changes, holds, state] = await Promise.all([this.store.policyChanges(tenant), this.store.holds(tenant), this.store.state(tenant)]);
     const now = this.clock.now().getTime();
-    const changes = (policy?.changes ?? []).map((c) => ({ days: c.days, effectiveAt: c.effective_at.getTime(), recordedAt: c.recorded_at.getTime() }));
     const inForce = policyAt(changes, now);
     const latest = changes.at(-1);
     const pending = latest && latest.effectiveAt > now ? { days: latest.days, effective_at: new Date(latest.effectiveAt).toISOString() } : null;
@@ -122,15 +123,12 @@ export class RetentionService {
     }
     const tenant = principal.tenant;
     const now = this.clock.now();
-    const policy = await this.store.policy(tenant);
-    const changes = (policy?.changes ?? []).map((c) => ({ days: c.days, effectiveAt: c.effective_at.getTime(), recordedAt: c.recorded_at.getTime() }));
-    const inForce = policyAt(changes, now.getTime())?.days ?? null;
+    const inForce = policyAt(await this.store.policyChanges(tenant), now.getTime())?.days ?? null;
     const effectiveAt = new Date(now.getTime() + (isShorter(days, inForce) ? noticeDays * DAY_MS : 0));
     // The entry's own time (`now`, given) is what a verifier measures the notice from.
     await this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.policyChanged, { type: 'retention_policy', id: tenant }, {
       days, previous_days: inForce, effective_at: effectiveAt.toISOString(), notice_days: noticeDays,
     }, { id: uuidv7(), at: now });
-    await this.store.addChange(tenant, { days, effective_at: effectiveAt, recorded_at: now });
     return this.view(tenant);
   }
 
@@ -181,10 +179,8 @@ export class RetentionService {
    */
   async prune(tenant: string): Promise<{ pruned: number; held: number; entries: number[] }> {
     const none = { pruned: 0, held: 0, entries: [] };
-    const policy = await this.store.policy(tenant);
     const now = this.clock.now();
-    const changes = (policy?.changes ?? []).map((c) => ({ days: c.days, effectiveAt: c.effective_at.getTime(), recordedAt: c.recorded_at.getTime() }));
-    const days = policyAt(changes, now.getTime())?.days ?? null;
+    const days = policyAt(await this.store.policyChanges(tenant), now.getTime())?.days ?? null;
     if (days === null) return none;
     const run = await this.leased(tenant, async () => {
       const holds = await this.store.holds(tenant);
@@ -222,13 +218,13 @@ export class RetentionService {
     return run;
   }
 
-  /** Prunes every organization with a policy, one after another. */
+  /** Prunes every organization (those without a policy in force cost one read), one after another. */
   async pruneAll(): Promise<void> {
-    for (const policy of await this.store.withPolicy()) {
+    for (const tenant of await this.tenants()) {
       try {
-        await this.prune(policy._id);
+        await this.prune(tenant);
       } catch (error) {
-        this.log.error({ tenant: policy._id, error: String(error) }, 'retention: pruning failed; retrying at the next run');
+        this.log.error({ tenant, error: String(error) }, 'retention: pruning failed; retrying at the next run');
       }
     }
   }
