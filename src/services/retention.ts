@@ -190,27 +190,38 @@ export class RetentionService {
       }
       const cutoff = new Date(now.getTime() - days * DAY_MS);
       const signed = await this.ledger.signedSize(tenant);
-      const removal: Removal = { seqs: [], ids: [], leaves: [] };
-      let held = 0;
+      // Removed as it is read, a few thousand events at a time: memory stays flat whatever the backlog (the
+      // events deleted are behind the cursor, which reads on).
+      let pending: Removal = { seqs: [], ids: [], leaves: [] };
+      let heldSince = 0;
+      const total = { pruned: 0, held: 0 };
+      const entries: number[] = [];
+      const flush = async () => {
+        for (const part of chunks(inSeqOrder(pending))) {
+          const entry = await this.audit.record(tenant, { type: 'service', job: 'retention' }, RETENTION_ACTIONS.pruned, { type: 'retention_policy', id: tenant }, {
+            ranges: formatRanges(part.seqs), count: part.seqs.length, cutoff: cutoff.toISOString(), policy_days: days, held: heldSince,
+          });
+          heldSince = 0;
+          entries.push(entry.seq);
+          await this.store.counted(tenant, 'pruned', await this.store.remove(tenant, part.leaves, part.ids), { cutoff, days });
+          this.onRemoved(tenant, part.seqs);
+          this.notices.delete(tenant);
+          total.pruned += part.seqs.length;
+        }
+        pending = { seqs: [], ids: [], leaves: [] };
+      };
       for await (const batch of this.store.receivedBefore(tenant, cutoff, signed)) {
         const picked = this.select(batch.filter((doc) => !isRetentionAction(doc.action)), holds);
-        held += picked.held;
-        removal.seqs.push(...picked.removal.seqs);
-        removal.ids.push(...picked.removal.ids);
-        removal.leaves.push(...picked.removal.leaves);
+        heldSince += picked.held;
+        total.held += picked.held;
+        pending.seqs.push(...picked.removal.seqs);
+        pending.ids.push(...picked.removal.ids);
+        pending.leaves.push(...picked.removal.leaves);
+        if (pending.seqs.length >= EVENTS_PER_ENTRY) await flush();
       }
-      const entries: number[] = [];
-      for (const part of chunks(inSeqOrder(removal))) {
-        const entry = await this.audit.record(tenant, { type: 'service', job: 'retention' }, RETENTION_ACTIONS.pruned, { type: 'retention_policy', id: tenant }, {
-          ranges: formatRanges(part.seqs), count: part.seqs.length, cutoff: cutoff.toISOString(), policy_days: days, held,
-        });
-        entries.push(entry.seq);
-        await this.store.counted(tenant, 'pruned', await this.store.remove(tenant, part.leaves, part.ids), { cutoff, days });
-        this.onRemoved(tenant, part.seqs);
-        this.notices.delete(tenant);
-      }
-      if (removal.seqs.length) this.log.info({ tenant, pruned: removal.seqs.length, held, cutoff, days }, 'retention: pruned');
-      return { pruned: removal.seqs.length, held, entries };
+      await flush();
+      if (total.pruned) this.log.info({ tenant, ...total, cutoff, days }, 'retention: pruned');
+      return { ...total, entries };
     }).catch((error: unknown) => {
       if (error instanceof AppError && error.code === 'RETENTION_BUSY') return none;
       throw error;
