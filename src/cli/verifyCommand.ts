@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { type TEvent, ZEvent } from '../domain/event';
 import { parseRangeBound } from '../domain/time';
-import { checkRetention, isRetentionAction, type LogEntry } from '../domain/retention';
+import { checkRetention, formatRanges, type LogEntry, logEntryOf } from '../domain/retention';
 import { eventHashes, leafBytes, leafCommitOf } from '../domain/ledger/eventHash';
 import { hashInputOfEvent } from '../domain/eventFields';
 import { leafHash, verifyConsistency, verifyInclusion } from '../domain/ledger/merkle';
@@ -73,18 +73,6 @@ function eventProblems(item: unknown): string[] {
     if (issue.path.length === 1 && !(field in item)) return [`missing field ${field}`];
     return [`field ${field}: ${issue.message}`];
   });
-}
-
-/** 3, 5-9, 12: sequence numbers as ranges. */
-function ranges(numbers: number[]): string {
-  const out: string[] = [];
-  for (let i = 0; i < numbers.length; ) {
-    let j = i;
-    while (j + 1 < numbers.length && (numbers[j + 1] as number) === (numbers[j] as number) + 1) j++;
-    out.push(i === j ? String(numbers[i]) : `${numbers[i]}-${numbers[j]}`);
-    i = j + 1;
-  }
-  return out.join(', ');
 }
 
 const EQUALITY_FILTERS = ['actor_id', 'action', 'resource_type', 'resource_id', 'organization_id'] as const;
@@ -172,9 +160,10 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
     if (!verifyInclusion(proof.leaf_index, checkpoint.size, leaf, proof.inclusion_path.map(b64), checkpoint.root)) {
       failedEvents++;
       record(false, `event ${event.id}: not leaf ${proof.leaf_index} of the signed tree (changed, or moved from its place)`);
-    } else if (isRetentionAction(event.action)) {
+    } else {
       // Only a proven entry is an authority.
-      retention.push({ seq: proof.leaf_index + 1, action: event.action, api_key_id: event.api_key_id, timestamp: event.timestamp, actor_id: event.actor_id, metadata: event.metadata });
+      const entry = logEntryOf(proof.leaf_index + 1, event);
+      if (entry) retention.push(entry);
     }
   });
   for (const missing of proofs.keys()) record(false, `event ${missing}: proven in the sidecar but missing from the export (removed?)`);
@@ -200,7 +189,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       unexplained.length === 0,
       unexplained.length === 0
         ? `the export holds every event of the signed tree${gone ? ' that no retention entry removed' : ''}: sequence numbers 1 to ${checkpoint.size}, each once`
-        : `missing without authority: the export lacks the events at sequence numbers ${ranges(unexplained)} of the signed tree of ${checkpoint.size}, and no valid prune or erasure entry covers them (deleted, or left out)`,
+        : `missing without authority: the export lacks the events at sequence numbers ${formatRanges(unexplained, ', ')} of the signed tree of ${checkpoint.size}, and no valid prune or erasure entry covers them (deleted, or left out)`,
     );
   }
 

@@ -17,7 +17,7 @@ import { ZEvent } from '../domain/event';
 import { hashInputOfEvent } from '../domain/eventFields';
 import { eventHashes, eventLeafHash, leafCommitOf } from '../domain/ledger/eventHash';
 import { type LeafCommit, saltBytes } from '../domain/ledger/formats';
-import { checkRetention, isRetentionAction, type LogEntry } from '../domain/retention';
+import { checkRetention, type LogEntry, logEntryOf } from '../domain/retention';
 import { parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { nodesOf, rootHash } from '../domain/ledger/merkle';
 import { openNote, parseVerifierKey } from '../domain/ledger/note';
@@ -131,8 +131,8 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
         continue;
       }
       hashes.set(seq, hash);
-      const e = event.data;
-      if (isRetentionAction(e.action)) retention.push({ seq, action: e.action, api_key_id: e.api_key_id, timestamp: e.timestamp, actor_id: e.actor_id, metadata: e.metadata });
+      const entry = logEntryOf(seq, event.data);
+      if (entry) retention.push(entry);
     }
   }
   // A checkpoint fetched apart from the delivery (GET /v1/ledger/checkpoint): the delivery must reach it,

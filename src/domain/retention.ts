@@ -7,6 +7,7 @@
  * audit` on the stored events, the dashboard in the browser (no crypto here, so all three can).
  */
 import { z } from 'zod';
+import type { TEvent } from './eventFields';
 import { SELF_AUDIT_KEY_ID } from './selfAudit';
 
 export const DAY_MS = 86_400_000;
@@ -76,8 +77,8 @@ export const ZErasedMeta = z.object({
 export const ZHoldPlacedMeta = z.object({ hold_id: z.string(), filter: ZHoldFilter, reason: z.string() });
 export const ZHoldReleasedMeta = z.object({ hold_id: z.string() });
 
-/** Ascending sequence numbers as ranges text. */
-export function formatRanges(seqs: readonly number[]): string {
+/** Ascending sequence numbers as ranges text: `1-40,42` (entries), or `1-40, 42` with `separator` `', '` (messages). */
+export function formatRanges(seqs: readonly number[], separator = ','): string {
   const out: string[] = [];
   for (let i = 0; i < seqs.length; ) {
     let j = i;
@@ -85,7 +86,7 @@ export function formatRanges(seqs: readonly number[]): string {
     out.push(i === j ? String(seqs[i]) : `${seqs[i]}-${seqs[j]}`);
     i = j + 1;
   }
-  return out.join(',');
+  return out.join(separator);
 }
 
 /** Ranges text as [from, to] pairs; null when not ascending and disjoint. */
@@ -99,15 +100,15 @@ export function parseRanges(text: string): [number, number][] | null {
   return out;
 }
 
-/** An entry of the log as a verifier reads it: only what retention needs. */
-export interface LogEntry {
-  seq: number;
-  action: string;
-  api_key_id: string;
-  /** When the service recorded it (its `timestamp`: the service's own clock). */
-  timestamp: string;
-  actor_id: string;
-  metadata: Record<string, unknown>;
+/**
+ * An entry of the log as a verifier reads it: its sequence number and the event's fields retention needs
+ * (`timestamp`: when the service recorded it, by its own clock).
+ */
+export type LogEntry = Pick<TEvent, 'action' | 'api_key_id' | 'timestamp' | 'metadata'> & { seq: number };
+
+/** The event at `seq` as a retention entry, or null when it is not one (wherever the events come from). */
+export function logEntryOf(seq: number, event: TEvent): LogEntry | null {
+  return isRetentionAction(event.action) ? { seq, action: event.action, api_key_id: event.api_key_id, timestamp: event.timestamp, metadata: event.metadata } : null;
 }
 
 export interface RetentionCheck {

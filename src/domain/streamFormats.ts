@@ -8,14 +8,10 @@
  *   original `{ event, receipt }` kept under `unmapped`.
  */
 import type { TEvent } from './eventFields';
+import type { TLedgerReceipt } from './ledger/receipt';
 
-export interface Receipt {
-  leaf_index: number;
-  event_sha256: string;
-  /** v2 leaves: the salted commitment the leaf holds, and the salt. */
-  event_commitment?: string;
-  salt?: string;
-}
+/** The write's receipt (domain/ledger/receipt.ts): with the salt and commitment for v2 leaves. */
+export type Receipt = TLedgerReceipt;
 
 /** One delivered event: the JSON format's item, and what the OCSF one maps from. */
 export interface StreamItem {

@@ -15,7 +15,7 @@ import { leafHash, RootAccumulator } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
 import { leafCommitOfDoc, toEvent } from '../db/documents';
-import { checkRetention, isRetentionAction, type LogEntry } from '../domain/retention';
+import { checkRetention, isRetentionAction, type LogEntry, logEntryOf } from '../domain/retention';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
 import { INSTALLATION, logOrigin } from './integrator';
@@ -114,10 +114,8 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     if (doc.seq < expected) continue; // a duplicate sequence number cannot be stored (unique index)
     await missingUpTo(doc.seq);
     expected = doc.seq + 1;
-    if (isRetentionAction(doc.action)) {
-      const event = toEvent(doc);
-      retention.push({ seq: doc.seq, action: event.action, api_key_id: event.api_key_id, timestamp: event.timestamp, actor_id: event.actor_id, metadata: event.metadata });
-    }
+    const entry = isRetentionAction(doc.action) ? logEntryOf(doc.seq, toEvent(doc)) : null;
+    if (entry) retention.push(entry);
     if (doc.seq > size) continue;
     const i = doc.seq - 1;
     const hash = leafCommitOfDoc(doc);

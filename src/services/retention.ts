@@ -152,7 +152,7 @@ export class RetentionService {
     const tenant = principal.tenant;
     return this.leased(tenant, async () => {
       const holds = await this.store.holds(tenant);
-      if (holds.some(isWholeOrganization)) throw new AppError('LEGAL_HOLD', 'The organization is on legal hold: nothing can be erased until the hold is released');
+      if (holds.some((hold) => holdsEverything(hold.filter))) throw new AppError('LEGAL_HOLD', 'The organization is on legal hold: nothing can be erased until the hold is released');
       const docs = (await this.store.matching(tenant, which)).filter((doc) => !isRetentionAction(doc.action));
       const { removal, held } = this.select(docs, holds);
       const newest = removal.seqs.at(-1);
@@ -184,7 +184,7 @@ export class RetentionService {
     if (days === null) return none;
     const run = await this.leased(tenant, async () => {
       const holds = await this.store.holds(tenant);
-      if (holds.some(isWholeOrganization)) {
+      if (holds.some((hold) => holdsEverything(hold.filter))) {
         this.log.info({ tenant }, 'retention: the organization is on legal hold; nothing pruned');
         return none;
       }
@@ -294,10 +294,6 @@ function* chunks(removal: Removal): Generator<Removal> {
     const end = at + EVENTS_PER_ENTRY;
     yield { seqs: removal.seqs.slice(at, end), ids: removal.ids.slice(at, end), leaves: removal.leaves.slice(at, end) };
   }
-}
-
-function isWholeOrganization(hold: RetentionHoldDoc): boolean {
-  return holdsEverything(hold.filter);
 }
 
 function holdView(doc: RetentionHoldDoc): TRetentionView['holds'][number] {

@@ -5,7 +5,7 @@ const T0 = Date.UTC(2026, 0, 1);
 const at = (days: number) => new Date(T0 + days * DAY_MS).toISOString();
 let seq = 100;
 const entry = (action: string, days: number, metadata: Record<string, unknown>, more: Partial<LogEntry> = {}): LogEntry => ({
-  seq: ++seq, action, api_key_id: 'audit_ledger', timestamp: at(days), actor_id: 'acct_1', metadata: { actor_type: 'member', role: 'owner', ...metadata }, ...more,
+  seq: ++seq, action, api_key_id: 'audit_ledger', timestamp: at(days), metadata: { actor_type: 'member', role: 'owner', ...metadata }, ...more,
 });
 const policy = (days: number, value: number | null, effective: number, previous: number | null = null) =>
   entry(RETENTION_ACTIONS.policyChanged, days, { days: value, previous_days: previous, effective_at: at(effective), notice_days: 7 });

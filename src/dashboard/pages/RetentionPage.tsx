@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useState } from 'react';
 import type { TEvent } from '../../domain/event';
 import { importVerifier, verifyEventInclusion } from '../../domain/ledger/webVerify';
-import { checkRetention, ERASURE_REASONS, type LogEntry, RETENTION_ACTIONS, type TErasureReason, type THoldFilter } from '../../domain/retention';
+import { checkRetention, ERASURE_REASONS, type LogEntry, logEntryOf, RETENTION_ACTIONS, type TErasureReason, type THoldFilter } from '../../domain/retention';
 import { ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatNumber } from '../lib/format';
 import { useLedgerSummary } from '../lib/ledgerCheck';
@@ -34,8 +34,9 @@ async function checkEntries(verifierKey: string): Promise<{ entries: number; pro
   for (const event of events) {
     const proof = await trpc.dashboard.events.proof.query({ id: event.id });
     const { failures } = await verifyEventInclusion(event, proof, verifier);
+    const entry = logEntryOf(proof.leaf_index + 1, event);
     if (failures.length) problems.push(`entry ${event.id}: ${failures.join('; ')}`);
-    else entries.push({ seq: proof.leaf_index + 1, action: event.action, api_key_id: event.api_key_id, timestamp: event.timestamp, actor_id: event.actor_id, metadata: event.metadata });
+    else if (entry) entries.push(entry);
   }
   const check = checkRetention(entries.sort((a, b) => a.seq - b.seq));
   return { entries: entries.length, problems: [...problems, ...check.problems], pruned: check.pruned, erased: check.erased };
