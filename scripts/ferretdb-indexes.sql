@@ -4,7 +4,7 @@
 -- own indexes as btree expressions that such a filter cannot use, so every read is a sequential scan
 -- (../shared/STACK-NOTES.md). A GIN `jsonb_path_ops` index on the same expression serves `@>`. An event
 -- trigger adds them to every table FerretDB creates for an `events`, `organizations`, `api_keys`, `api_key_uses`, `sessions`,
--- `idempotency_keys`, `ledger_tiles`, `ledger_checkpoints`, `ledger_heads`, `ledger_entries`, `ledger_cosignatures`, `ledger_witnesses`, `export_leases`, `streams` or `stream_progress` collection
+-- `idempotency_keys`, `ledger_tiles`, `ledger_checkpoints`, `ledger_heads`, `ledger_entries`, `ledger_cosignatures`, `ledger_witnesses`, `export_leases`, `retention_state`, `streams` or `stream_progress` collection
 -- (its tables are named `<collection>_<hash>`), and the block at the end to the tables that exist. The
 -- service knows nothing of this: on MongoDB its own compound indexes do the work.
 --
@@ -26,7 +26,7 @@ CREATE OR REPLACE FUNCTION audit_ledger_gin_fields(tbl text) RETURNS text[] LANG
     WHEN tbl ~ '^ledger_checkpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
     WHEN tbl ~ '^ledger_entries_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint', 'tenant']
     WHEN tbl ~ '^ledger_cosignatures_[0-9a-f]{8}$' THEN ARRAY['_id', 'checkpoint']
-    WHEN tbl ~ '^(ledger_witnesses|export_leases)_[0-9a-f]{8}$' THEN ARRAY['_id']
+    WHEN tbl ~ '^(ledger_witnesses|export_leases|retention_state)_[0-9a-f]{8}$' THEN ARRAY['_id']
     WHEN tbl ~ '^(streams|stream_progress)_[0-9a-f]{8}$' THEN ARRAY['_id', 'tenant']
     ELSE ARRAY[]::text[]
   END

@@ -1,6 +1,6 @@
 /** API keys: only the SHA-256 of a key is stored; the key itself exists once, in the creation answer. */
 import { randomUUID } from 'node:crypto';
-import { generateApiKey, newPublicId, type Scope, SCOPES, scopesOf } from '../domain/apiKey';
+import { DEFAULT_SCOPES, generateApiKey, newPublicId, type Scope, SCOPES, scopesOf } from '../domain/apiKey';
 import { mapLimited } from '../domain/limited';
 
 /** Point reads of one call in flight at once (src/domain/limited.ts). */
@@ -48,7 +48,7 @@ export class OrgApiKeys {
     readonly orgId: string,
   ) {}
 
-  async create(name: string, now: Date, scopes: readonly Scope[] = SCOPES): Promise<{ doc: ApiKeyDoc; key: string }> {
+  async create(name: string, now: Date, scopes: readonly Scope[] = DEFAULT_SCOPES): Promise<{ doc: ApiKeyDoc; key: string }> {
     const generated = generateApiKey();
     const doc: ApiKeyDoc = {
       _id: generated.hash,

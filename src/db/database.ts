@@ -1,13 +1,20 @@
 /** Typed collections and their indexes; every index names the query it serves. */
 import type { Collection, Db, IndexDescription } from 'mongodb';
 import { isDuplicateKey } from './errors';
+import { migrateKeptLeaves } from './tombstones';
 import type {
   AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
-  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionHoldDoc, KeptLeafDoc, RetentionStateDoc,
+  MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionHoldDoc, LegacyKeptLeafDoc, RetentionStateDoc, StoredEvent,
 } from './documents';
 
 export interface Collections {
+  /**
+   * The events, as the queries for live events see them: each such query names `LIVE` (documents.ts)
+   * or a field only events have, so that no tombstone is taken for an event.
+   */
   events: Collection<EventDoc>;
+  /** The same collection as a gapless sequence: each number holds an event or its tombstone. */
+  eventSlots: Collection<StoredEvent>;
   orgs: Collection<OrgDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   apiKeyUses: Collection<ApiKeyUseDoc>;
@@ -45,8 +52,8 @@ export interface Collections {
   auditOutbox: Collection<AuditOutboxDoc>;
   /** Legal holds, by organization. */
   retentionHolds: Collection<RetentionHoldDoc>;
-  /** The leaves of pruned and erased events, by (organization, seq). */
-  keptLeaves: Collection<KeptLeafDoc>;
+  /** Leaves kept apart by versions before tombstones: turned into tombstones at start-up (db/tombstones.ts). */
+  legacyKeptLeaves: Collection<LegacyKeptLeafDoc>;
   /** Counts of pruned and erased events by organization (`_id`). */
   retentionState: Collection<RetentionStateDoc>;
 }
@@ -54,6 +61,7 @@ export interface Collections {
 export function collections(db: Db): Collections {
   return {
     events: db.collection<EventDoc>('events'),
+    eventSlots: db.collection<StoredEvent>('events'),
     orgs: db.collection<OrgDoc>('organizations'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
     apiKeyUses: db.collection<ApiKeyUseDoc>('api_key_uses'),
@@ -77,7 +85,7 @@ export function collections(db: Db): Collections {
     invitationUses: db.collection<InvitationUseDoc>('invitation_uses'),
     auditOutbox: db.collection<AuditOutboxDoc>('audit_outbox'),
     retentionHolds: db.collection<RetentionHoldDoc>('retention_holds'),
-    keptLeaves: db.collection<KeptLeafDoc>('kept_leaves'),
+    legacyKeptLeaves: db.collection<LegacyKeptLeafDoc>('kept_leaves'),
     retentionState: db.collection<RetentionStateDoc>('retention_state'),
   };
 }
@@ -160,8 +168,6 @@ const STREAM_INDEXES: IndexDescription[] = [
 
 // An organization's legal holds (read at each prune and erasure).
 const HOLD_INDEXES: IndexDescription[] = [{ key: { org_id: 1 }, name: 'org' }];
-// The kept leaves of a range of an organization's log (entry bundles, reseal).
-const KEPT_LEAF_INDEXES: IndexDescription[] = [{ key: { tenant: 1, seq: 1 }, name: 'tenant_seq', unique: true }];
 
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
@@ -186,7 +192,6 @@ export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription
   members: MEMBER_INDEXES,
   invitations: INVITATION_INDEXES,
   retention_holds: HOLD_INDEXES,
-  kept_leaves: KEPT_LEAF_INDEXES,
 };
 
 /** Creates the indexes; awaited at start-up and in test set-up, so no query runs before they exist. */
@@ -206,8 +211,8 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   for (const spec of MEMBER_INDEXES) await c.members.createIndexes([spec]);
   for (const spec of INVITATION_INDEXES) await c.invitations.createIndexes([spec]);
   for (const spec of HOLD_INDEXES) await c.retentionHolds.createIndexes([spec]);
-  for (const spec of KEPT_LEAF_INDEXES) await c.keptLeaves.createIndexes([spec]);
   await migrateLegacyAccounts(c);
+  await migrateKeptLeaves(c);
 }
 
 /**

@@ -29,9 +29,11 @@ export interface EventDoc extends StoredEventFields {
   idempotency_key?: string;
   /**
    * The event's salt (64 hex digits), which makes its leaf a v2 leaf (formats.ts); absent on events
-   * written before v2 leaves, whose leaves are v1. Deleted with the event when it is pruned or erased.
+   * written before v2 leaves, whose leaves are v1. Gone with the event when it is pruned or erased.
    */
   salt?: string;
+  /** Never on an event: its tombstone's mark (TombstoneDoc). */
+  removed?: undefined;
 }
 
 export interface OrgDoc {
@@ -368,25 +370,60 @@ export interface RetentionHoldDoc {
 }
 
 /**
- * The leaf of an event whose body was pruned or erased: what the log's entry bundles (c2sp.org/tlog-tiles)
- * and a reseal need once the event is gone. About 100 bytes: the driver's ObjectId, the organization,
- * the sequence number, the version and 32 bytes; unique by (tenant, seq), so keeping a leaf twice (a
- * prune run again) stores it once. For a v2 leaf it reveals nothing of the event without the salt,
- * which is deleted with it.
+ * What is left of an event that was pruned or erased: a tombstone in its place in the events collection,
+ * under the event's id and at its (tenant, seq), so that the sequence stays gapless for every reader (the
+ * writer's newest-event search, streams, the ledger, the audit) and the unique indexes keep the id and
+ * the number taken for ever: no other event can be stored at that number, and a replayed request's
+ * event is found removed instead of being stored again. It holds what the log needs once the body is
+ * gone (the leaf's version and 32-byte commitment: entry bundles and reseals), the month and place in it
+ * (the cap's count continues from the newest, even a removed one), how it was removed and the sequence
+ * number of the log entry that authorized it. No body, no salt: a v2 leaf reveals nothing without it.
  */
-export interface KeptLeafDoc {
+export interface TombstoneDoc {
+  _id: string;
+  tenant: string;
+  seq: number;
+  month: string;
+  month_seq: number;
+  removed: RemovalKind;
+  /** The retention entry (its sequence number) that names this event; null for leaves kept before tombstones whose entry could not be found. */
+  removed_by: number | null;
+  leaf_v: LeafCommit['v'];
+  leaf: Binary;
+}
+
+export type RemovalKind = 'pruned' | 'erased';
+
+/** What the events collection holds at a sequence number: the event, or its tombstone. */
+export type StoredEvent = EventDoc | TombstoneDoc;
+
+/** Documents that are events and not tombstones: a tombstone always has `removed`, an event never. */
+export const LIVE = { removed: { $exists: false } } as const;
+
+export function isTombstone(doc: StoredEvent): doc is TombstoneDoc {
+  return (doc as Partial<TombstoneDoc>).removed !== undefined;
+}
+
+/** The tombstone that replaces `doc`, removed by the entry at `entry`. */
+export function tombstoneOf(doc: EventDoc, removed: RemovalKind, entry: number | null): TombstoneDoc {
+  const commit = leafCommitOfDoc(doc);
+  return { _id: doc._id, tenant: doc.tenant, seq: doc.seq, month: doc.month, month_seq: doc.month_seq, removed, removed_by: entry, leaf_v: commit.v, leaf: new Binary(Buffer.from(commit.hash, 'hex')) };
+}
+
+/** What the leaf at a sequence number commits to, whether its event is there or only its tombstone. */
+export function leafCommitOfStored(doc: StoredEvent): LeafCommit {
+  return isTombstone(doc) ? { v: doc.leaf_v, hash: Buffer.from(doc.leaf.buffer).toString('hex') } : leafCommitOfDoc(doc);
+}
+
+/**
+ * A leaf kept apart for a removed event by versions before tombstones (`kept_leaves`): read once, at
+ * start-up, to become tombstones (db/tombstones.ts), and then removed.
+ */
+export interface LegacyKeptLeafDoc {
   tenant: string;
   seq: number;
   v: LeafCommit['v'];
   hash: Binary;
-}
-
-export function keptLeafDoc(tenant: string, seq: number, commit: LeafCommit): KeptLeafDoc {
-  return { tenant, seq, v: commit.v, hash: new Binary(Buffer.from(commit.hash, 'hex')) };
-}
-
-export function keptLeafCommit(doc: KeptLeafDoc): LeafCommit {
-  return { v: doc.v, hash: Buffer.from(doc.hash.buffer).toString('hex') };
 }
 
 /** What list pages and exports say of an organization's removed events (the log's entries are the proof). */
@@ -397,4 +434,6 @@ export interface RetentionStateDoc {
   /** The newest prune's cutoff (events received before it may be gone) and its policy; absent until a prune. */
   pruned_before?: Date;
   policy_days?: number;
+  /** Changed whenever events are removed (RetentionStore.markRemoval); absent until the first removal. */
+  removal_mark?: string;
 }

@@ -90,15 +90,15 @@ export class EventInserts {
     }
   }
 
-  /** The position of `tenant`'s event at `seq`, or null when the number is free. A point read. */
+  /** The position of `tenant`'s event (or tombstone) at `seq`, or null when the number is free. A point read. */
   async at(tenant: string, seq: number): Promise<StoredPosition | null> {
-    const doc = await this.c.events.findOne({ tenant, seq }, { projection: { _id: 0, seq: 1, month: 1, month_seq: 1 } });
+    const doc = await this.c.eventSlots.findOne({ tenant, seq }, { projection: { _id: 0, seq: 1, month: 1, month_seq: 1 } });
     return doc ? { seq: doc.seq, month: doc.month, monthSeq: doc.month_seq } : null;
   }
 
   /**
-   * `tenant`'s newest event (null: none). The sequence is gapless, so "taken" holds for every number up
-   * to the newest and for none above it: gallop up from `taken`, a number known taken (0: none known),
+   * `tenant`'s newest event (null: none). The sequence is gapless (a removed event leaves its tombstone
+   * at its number, db/documents.ts), so "taken" holds for every number up to the newest and for none above it: gallop up from `taken`, a number known taken (0: none known),
    * until one is free, then bisect. O(log distance) point reads, each served by the (tenant, seq) index;
    * usually two, since the hint is the last number the writer saw. Never a sorted query.
    */

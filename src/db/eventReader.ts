@@ -4,7 +4,7 @@
  */
 import type { Filter, FindCursor } from 'mongodb';
 import type { CursorPosition } from '../domain/cursor';
-import type { EventDoc } from './documents';
+import { type EventDoc, LIVE, type StoredEvent } from './documents';
 import type { Collections } from './database';
 
 /** Filters after parsing: range bounds are instants, both inclusive. */
@@ -39,7 +39,7 @@ export class EventReader {
 
   /** Builds the filter; values are plain strings and Dates, never client-supplied objects. */
   private filter(query: EventQuery, after?: CursorPosition): Filter<EventDoc> {
-    const filter: Filter<EventDoc> = { tenant: this.tenant };
+    const filter: Filter<EventDoc> = { tenant: this.tenant, ...LIVE };
     for (const field of ['actor_id', 'action', 'resource_type', 'resource_id', 'organization_id'] as const) {
       const value = query[field];
       if (value !== undefined) filter[field] = value;
@@ -57,10 +57,10 @@ export class EventReader {
 
   /**
    * Events received in a UTC month, exactly: the newest event's place in its month (the sequence is
-   * gapless), or 0 when the newest event belongs to an earlier month.
+   * gapless; a removed event's tombstone keeps its place), or 0 when it belongs to an earlier month.
    */
   async receivedInMonth(month: string): Promise<number> {
-    const newest = await this.c.events.findOne({ tenant: this.tenant }, { sort: { seq: -1 }, projection: { month: 1, month_seq: 1 } });
+    const newest = await this.c.eventSlots.findOne({ tenant: this.tenant }, { sort: { seq: -1 }, projection: { month: 1, month_seq: 1 } });
     return newest?.month === month ? newest.month_seq : 0;
   }
 
@@ -70,16 +70,17 @@ export class EventReader {
   }
 
   async get(id: string): Promise<EventDoc | null> {
-    return this.c.events.findOne({ _id: id, tenant: this.tenant });
+    return this.c.events.findOne({ _id: id, tenant: this.tenant, ...LIVE });
   }
 
   /**
-   * The newest event's sequence number (0: none). The sequence is gapless, so it is found by point reads
+   * The newest sequence number given (0: none), a removed event's included: the sequence is gapless (a
+   * removed event leaves its tombstone), so it is found by point reads
    * of sequence numbers (galloping, then bisecting: about 2·log2(n) of them), each served by the (tenant,
    * seq) index on both databases; FerretDB answers a sorted read by loading the whole organization.
    */
   async newestSeq(): Promise<number> {
-    const taken = async (seq: number) => (await this.c.events.findOne({ tenant: this.tenant, seq }, { projection: { _id: 1 } })) !== null;
+    const taken = async (seq: number) => (await this.c.eventSlots.findOne({ tenant: this.tenant, seq }, { projection: { _id: 1 } })) !== null;
     if (!(await taken(1))) return 0;
     let low = 1;
     let step = 1;
@@ -96,12 +97,12 @@ export class EventReader {
     return low;
   }
 
-  /** Those of `ids` that are stored, by id. */
-  async getMany(ids: string[]): Promise<Map<string, EventDoc>> {
+  /** Those of `ids` that are stored, by id: events, or the tombstones of those removed. */
+  async getMany(ids: string[]): Promise<Map<string, StoredEvent>> {
     if (ids.length === 0) return new Map();
     // One id as an equality: FerretDB serves that from an index, but never an `$in` (MongoDB serves both).
     // One batch: a cursor left open holds one of FerretDB's PostgreSQL connections (src/domain/limited.ts).
-    const found = await this.c.events.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }, { batchSize: ids.length }).toArray();
+    const found = await this.c.eventSlots.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }, { batchSize: ids.length }).toArray();
     return new Map(found.map((doc) => [doc._id, doc]));
   }
 

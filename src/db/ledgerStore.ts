@@ -7,7 +7,7 @@
  */
 import { type AnyBulkWriteOperation, Binary, MongoBulkWriteError, type WriteError } from 'mongodb';
 import type { Collections } from './database';
-import type { EventDoc, KeptLeafDoc, LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc } from './documents';
+import type { LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, StoredEvent } from './documents';
 import { DUPLICATE_KEY } from './errors';
 import { type Tile, tileId, tileKey } from '../domain/ledger/tiles';
 
@@ -68,24 +68,14 @@ export class TenantLedgerStore {
     return null;
   }
 
-  /** The organization's events in sequence order (the audit, a reseal). */
-  eventsInOrder(): AsyncIterable<EventDoc> {
-    return this.c.events.find({ tenant: this.tenant }).sort({ seq: 1 });
+  /** The organization's events and tombstones in sequence order (the audit, a reseal). */
+  eventsInOrder(): AsyncIterable<StoredEvent> {
+    return this.c.eventSlots.find({ tenant: this.tenant }).sort({ seq: 1 });
   }
 
-  /** Events with from ≤ seq ≤ to, in order: the ones a round was not handed. */
-  eventsBetween(from: number, to: number): Promise<EventDoc[]> {
-    return this.c.events.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
-  }
-
-  /** The kept leaves of pruned or erased events with from ≤ seq ≤ to, in order. */
-  keptLeavesBetween(from: number, to: number): Promise<KeptLeafDoc[]> {
-    return this.c.keptLeaves.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }).sort({ seq: 1 }).toArray();
-  }
-
-  /** Every kept leaf, in order (a reseal). */
-  keptLeavesInOrder(): AsyncIterable<KeptLeafDoc> {
-    return this.c.keptLeaves.find({ tenant: this.tenant }).sort({ seq: 1 });
+  /** Events (or their tombstones) with from ≤ seq ≤ to, in order: the ones a round was not handed, entry bundles. */
+  eventsBetween(from: number, to: number): Promise<StoredEvent[]> {
+    return this.c.eventSlots.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
   }
 
   /** A reseal's writes: planted checkpoints out, the rebuilt tiles and checkpoint in, the head set (not raised). */

@@ -2,20 +2,19 @@
  * Retention's documents: each organization's policy changes (its log's entries), legal holds, the leaves
  * kept for removed events, the counts that list pages and exports report, and the removal itself.
  */
+import { randomUUID } from 'node:crypto';
 import type { Collections } from './database';
 import { type PolicyChange, RETENTION_ACTIONS, ZPolicyChangedMeta } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
-import type { EventDoc, KeptLeafDoc, RetentionHoldDoc, RetentionStateDoc } from './documents';
-import { DUPLICATE_KEY, isDuplicateKey } from './errors';
+import { type EventDoc, LIVE, type RetentionHoldDoc, type RetentionStateDoc, type TombstoneDoc } from './documents';
 
-/** Events read per batch when looking for what to remove, and leaves inserted per insert. */
+/** Events read per batch when looking for what to remove. */
 const BATCH = 1_000;
 /**
- * Events deleted per delete: FerretDB sends one PostgreSQL parameter per document, at most 65,535, and
- * reads the organization's events for each delete (no index), so fewer, larger runs: 100,000 events took
- * 572 s in runs of 1,000 (BENCHMARKS.md).
+ * Replacements per update command: FerretDB 1.24 holds one PostgreSQL connection per statement until the
+ * command ends and hangs at 50 (../shared/STACK-NOTES.md).
  */
-const DELETE_RUN = 10_000;
+const REPLACES_PER_COMMAND = 16;
 
 export class RetentionStore {
   constructor(private readonly c: Collections) {}
@@ -54,15 +53,20 @@ export class RetentionStore {
     return this.c.retentionState.findOne({ _id: tenant });
   }
 
-  /** Adds removed events to the counts; `prune`: the cutoff and policy of a prune. */
+  /**
+   * Adds removed events to the counts (`prune`: the cutoff and policy of a prune), and changes the
+   * organization's removal mark: every instance's streams check it before sending events they hold in
+   * memory (StreamStore.removalMark), so it is written after the tombstones and before the removal is
+   * answered. Set, never incremented: any new value is a change.
+   */
   async counted(tenant: string, kind: 'pruned' | 'erased', count: number, prune?: { cutoff: Date; days: number }): Promise<void> {
     await this.c.retentionState.updateOne(
       { _id: tenant },
       {
         $inc: { [kind]: count, [kind === 'pruned' ? 'erased' : 'pruned']: 0 },
-        ...(prune ? { $set: { pruned_before: prune.cutoff, policy_days: prune.days } } : {}),
+        $set: { removal_mark: randomUUID(), ...(prune ? { pruned_before: prune.cutoff, policy_days: prune.days } : {}) },
       },
-      { upsert: true },
+      { upsert: true, writeConcern: { w: 'majority', j: true } },
     );
   }
 
@@ -82,30 +86,23 @@ export class RetentionStore {
     if (batch.length) yield batch;
   }
 
-  /** An actor's events, or the events with these ids, in seq order. */
+  /** An actor's events, or the events with these ids, in seq order (never a tombstone: those are removed already). */
   async matching(tenant: string, which: { actor_id?: string; event_ids?: readonly string[] }): Promise<EventDoc[]> {
-    const query = which.actor_id !== undefined ? { tenant, actor_id: which.actor_id } : { tenant, _id: { $in: [...(which.event_ids ?? [])] } };
+    const query = which.actor_id !== undefined ? { tenant, actor_id: which.actor_id } : { tenant, _id: { $in: [...(which.event_ids ?? [])] }, ...LIVE };
     return (await this.c.events.find(query).toArray()).sort((a, b) => a.seq - b.seq);
   }
 
   /**
-   * Removes events whose leaves are kept first: the leaves (an insert that skips those kept already),
-   * then the events, bodies and salts. Returns how many events were deleted.
+   * Replaces events by their tombstones, each in one write (so a number never holds neither, whatever
+   * stops the run: the sequence stays gapless). An event replaced before (a run that stopped midway and
+   * was repeated) is left as it is. Returns how many were replaced now.
    */
-  async remove(tenant: string, leaves: readonly KeptLeafDoc[], ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    try {
-      for (let at = 0; at < leaves.length; at += BATCH) await this.c.keptLeaves.insertMany(leaves.slice(at, at + BATCH), { ordered: false });
-    } catch (error) {
-      // Kept before, by a run that stopped before deleting: the unique index keeps one.
-      const writeErrors = (error as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
-      const all = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
-      if (!isDuplicateKey(error) && !(all.length > 0 && all.every((e) => e.code === DUPLICATE_KEY))) throw error;
+  async remove(tenant: string, tombstones: readonly TombstoneDoc[]): Promise<number> {
+    let removed = 0;
+    for (let at = 0; at < tombstones.length; at += REPLACES_PER_COMMAND) {
+      const replaces = tombstones.slice(at, at + REPLACES_PER_COMMAND).map((doc) => ({ replaceOne: { filter: { _id: doc._id, tenant, ...LIVE }, replacement: doc } }));
+      removed += (await this.c.eventSlots.bulkWrite(replaces, { ordered: false, writeConcern: { w: 'majority', j: true } })).modifiedCount;
     }
-    let deleted = 0;
-    for (let at = 0; at < ids.length; at += DELETE_RUN) {
-      deleted += (await this.c.events.deleteMany({ tenant, _id: { $in: ids.slice(at, at + DELETE_RUN) } })).deletedCount;
-    }
-    return deleted;
+    return removed;
   }
 }

@@ -3,7 +3,7 @@
  * delivery progress (written by the delivering instance), and the reads a delivery makes.
  */
 import type { Collections } from './database';
-import type { EventDoc, StreamDoc, StreamProgressDoc } from './documents';
+import { type EventDoc, isTombstone, LIVE, type StoredEvent, type StreamDoc, type StreamProgressDoc } from './documents';
 import { DUPLICATE_KEY } from './errors';
 
 const DURABLE = { writeConcern: { w: 'majority' as const, j: true } };
@@ -59,9 +59,9 @@ export class TenantStreams {
     return new Map(found.filter((doc): doc is StreamProgressDoc => doc !== null).map((doc) => [doc._id, doc]));
   }
 
-  /** The event at `seq`, if stored (the lag's age). */
+  /** The event at `seq`, if stored and not removed (the lag's age). */
   eventAt(seq: number): Promise<EventDoc | null> {
-    return this.c.events.findOne({ tenant: this.tenant, seq });
+    return this.c.events.findOne({ tenant: this.tenant, seq, ...LIVE });
   }
 }
 
@@ -94,36 +94,48 @@ export class StreamStore {
     await this.c.streamProgress.replaceOne({ _id: doc._id }, doc, { upsert: true, ...DURABLE });
   }
 
-  /** The events `from`..`to` of `tenant` in sequence order, up to the first one not stored. */
   /**
-   * How many events from `from` on (up to `to`) in a row were removed under retention (pruned or erased:
-   * their leaves are kept): a stream skips them instead of waiting for them.
+   * The organization's removal mark (RetentionStore.counted), or null before any removal: a stream that
+   * holds events in memory sends them only while the mark is the one it saw before reading them.
+   */
+  async removalMark(tenant: string): Promise<string | null> {
+    return (await this.c.retentionState.findOne({ _id: tenant }, { projection: { removal_mark: 1 } }))?.removal_mark ?? null;
+  }
+
+  /**
+   * How many numbers from `from` on (up to `to`) in a row hold tombstones (events pruned or erased): a
+   * stream skips them instead of waiting for them. Read only when the next number holds no event.
    */
   async removedRun(tenant: string, from: number, to: number): Promise<number> {
-    const kept = await this.c.keptLeaves.find({ tenant, seq: { $gte: from, $lte: to } }, { projection: { _id: 0, seq: 1 } }).sort({ seq: 1 }).toArray();
+    const removed = await this.c.eventSlots.find({ tenant, seq: { $gte: from, $lte: to }, removed: { $exists: true } }, { projection: { _id: 0, seq: 1 } }).sort({ seq: 1 }).toArray();
     let run = 0;
-    while (run < kept.length && (kept[run] as { seq: number }).seq === from + run) run++;
+    while (run < removed.length && (removed[run] as { seq: number }).seq === from + run) run++;
     return run;
   }
 
+  /** The events `from`..`to` of `tenant` in sequence order, up to the first one not stored or removed. */
   async eventsBetween(tenant: string, from: number, to: number): Promise<EventDoc[]> {
     if (to < from) return [];
-    if (!this.pointReads) {
-      const docs = await this.c.events.find({ tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
-      const run: EventDoc[] = [];
-      for (const doc of docs) if (doc.seq === from + run.length) run.push(doc);
-      return run;
+    const run: EventDoc[] = [];
+    for (const doc of await this.slotsBetween(tenant, from, to)) {
+      if (doc.seq !== from + run.length || isTombstone(doc)) break;
+      run.push(doc);
     }
-    const found: (EventDoc | null)[] = new Array<EventDoc | null>(to - from + 1).fill(null);
+    return run;
+  }
+
+  private async slotsBetween(tenant: string, from: number, to: number): Promise<StoredEvent[]> {
+    if (!this.pointReads) return this.c.eventSlots.find({ tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
+    const found: (StoredEvent | null)[] = new Array<StoredEvent | null>(to - from + 1).fill(null);
     let next = from;
     const reader = async () => {
       while (next <= to) {
         const seq = next++;
-        found[seq - from] = await this.c.events.findOne({ tenant, seq });
+        found[seq - from] = await this.c.eventSlots.findOne({ tenant, seq });
       }
     };
     await Promise.all(Array.from({ length: Math.min(8, to - from + 1) }, reader));
     const end = found.indexOf(null);
-    return (end === -1 ? found : found.slice(0, end)) as EventDoc[];
+    return (end === -1 ? found : found.slice(0, end)) as StoredEvent[];
   }
 }

@@ -156,13 +156,38 @@ export const ZEvent = z
   .meta({ id: 'Event' }) as unknown as z.ZodObject<{ [K in keyof TEvent]-?: z.ZodType<TEvent[K]> }>;
 export type { TEvent };
 
-export const ZCreateEventOutput = z.object({ success: z.literal(true), event: ZEvent, ledger: ZLedgerReceipt });
+/**
+ * An event removed under retention since it was stored, as a replayed request (its Idempotency-Key) is
+ * answered: its id and what became of it, never its content.
+ */
+export const ZRemovedEvent = z
+  .object({
+    id: z.string().meta({ description: 'The event\'s id, as first answered' }),
+    removed: z.enum(['pruned', 'erased']).meta({ description: 'Pruned under the retention policy, or erased on request' }),
+    removed_by: z.number().int().nullable().meta({ description: 'The sequence number of the retention entry of the organization\'s log that removed it' }),
+  })
+  .meta({ id: 'RemovedEvent' });
+export type TRemovedEvent = z.infer<typeof ZRemovedEvent>;
+
+/** A removed event's place in the log: its leaf stays, the event does not. */
+export const ZRemovedReceipt = z
+  .object({ leaf_index: z.number().int().meta({ description: 'The removed event\'s leaf in its organization\'s log' }), removed: z.literal(true) })
+  .meta({ id: 'RemovedReceipt' });
+
+const ZStoredEvent = z.union([ZEvent, ZRemovedEvent]);
+const ZStoredReceipt = z.union([ZLedgerReceipt, ZRemovedReceipt]);
+
+export const ZCreateEventOutput = z.object({
+  success: z.literal(true),
+  event: ZStoredEvent.meta({ description: 'The stored event; a RemovedEvent only when a replayed request\'s event was removed under retention since' }),
+  ledger: ZStoredReceipt,
+});
 export type TCreateEventOutput = z.infer<typeof ZCreateEventOutput>;
 
 export const ZCreateBatchOutput = z.object({
   success: z.literal(true),
-  events: z.array(ZEvent).meta({ description: 'The stored events, in request order' }),
-  ledger: z.array(ZLedgerReceipt).meta({ description: 'Each event\'s ledger receipt, in the same order' }),
+  events: z.array(ZStoredEvent).meta({ description: 'The stored events, in request order (a RemovedEvent where a replayed request\'s event was removed under retention since)' }),
+  ledger: z.array(ZStoredReceipt).meta({ description: 'Each event\'s ledger receipt, in the same order' }),
 });
 export type TCreateBatchOutput = z.infer<typeof ZCreateBatchOutput>;
 

@@ -7,7 +7,7 @@
  */
 import coBody from 'co-body';
 import type { Middleware } from 'koa';
-import { FORWARD_MAX_BYTES, FORWARD_PATH, INSTANCE_MAC_HEADER, parseWire, type TForwardResponse, unitFromWire, ZForwardRequest } from '../ingest/forwardWire';
+import { FORWARD_MAX_BYTES, FORWARD_PATH, INSTANCE_MAC_HEADER, parseWire, placementOf, type TForwardResponse, unitFromWire, ZForwardRequest } from '../ingest/forwardWire';
 import type { Ingest } from '../ingest/ingest';
 import { toAppError } from '../trpc/errors';
 
@@ -37,7 +37,7 @@ export function forwardRoute(ingest: Ingest): Middleware {
     const outcomes = await Promise.allSettled(request.data.writes.map((write) => ingest.writeForwarded(unitFromWire(write))));
     const body: TForwardResponse = {
       results: outcomes.map((outcome) => {
-        if (outcome.status === 'fulfilled') return { placements: outcome.value.map((doc) => ({ seq: doc.seq, month: doc.month, month_seq: doc.month_seq, ...(doc.salt === undefined ? {} : { salt: doc.salt }) })) };
+        if (outcome.status === 'fulfilled') return { placements: outcome.value.map(placementOf) };
         const error = toAppError(outcome.reason);
         return { error: { code: error.code, message: error.message, ...(error.details.retryAfter === undefined ? {} : { retry_after: error.details.retryAfter }) } };
       }),

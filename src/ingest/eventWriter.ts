@@ -43,7 +43,7 @@ import { AppError, MESSAGES } from '../domain/errors';
 import { mapLimited } from '../domain/limited';
 import { type Clock, utcMonth } from '../domain/time';
 import type { ActiveKeys } from '../db/apiKeyRepository';
-import type { EventDoc } from '../db/documents';
+import type { EventDoc, StoredEvent } from '../db/documents';
 import { describeDbError, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
 import type { EventInserts, InsertOutcome } from '../db/eventInserts';
 import type { EventReader } from '../db/eventReader';
@@ -56,9 +56,12 @@ import { unitTenant, type WriteUnit } from './writeUnit';
 interface Pending {
   unit: WriteUnit;
   tenant: string;
-  /** The stored events, by position in `unit.drafts`; the caller is answered when none is missing. */
-  docs: (EventDoc | undefined)[];
-  resolve: (docs: EventDoc[]) => void;
+  /**
+   * The stored events, by position in `unit.drafts` (a retried event found removed since: its tombstone);
+   * the caller is answered when none is missing.
+   */
+  docs: (StoredEvent | undefined)[];
+  resolve: (docs: StoredEvent[]) => void;
   reject: (error: unknown) => void;
 }
 
@@ -168,16 +171,16 @@ export class EventWriter {
    * Stores a unit's events, in order, at consecutive numbers as long as no other writer takes numbers of
    * its tenant meanwhile: the cap takes all of them or refuses all of them (unless the unit is exempt),
    * and the promise resolves, in order, once all are durable. An event whose id is stored already is
-   * answered with the stored event and not counted again. Rejects with 429 when the tenant's cap is used
+   * answered with the stored event (or its tombstone, when it was removed since) and not counted again. Rejects with 429 when the tenant's cap is used
    * up, with 401 when the key has been revoked since the request was authenticated, with 422 when the
    * database refuses an event itself and with 503 when the write could not be confirmed.
    */
-  write(unit: WriteUnit): Promise<EventDoc[]> {
+  write(unit: WriteUnit): Promise<StoredEvent[]> {
     if (unit.drafts.length === 0) return Promise.resolve([]);
     const tenant = this.tenant(unitTenant(unit));
     const refusal = unit.capExempt ? null : this.refusedAtDoor(tenant.id);
     if (refusal) return Promise.reject(refusal);
-    return new Promise<EventDoc[]>((resolve, reject) => {
+    return new Promise<StoredEvent[]>((resolve, reject) => {
       tenant.queue.push({ unit, tenant: tenant.id, docs: [], resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;

@@ -2,7 +2,9 @@
  * What one instance sends another when it forwards events to the organization's writer, and the answer:
  * defined once, parsed on both sides.
  */
+import { Binary } from 'mongodb';
 import { z } from 'zod';
+import { isTombstone, type StoredEvent } from '../db/documents';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors';
 import { isEventId, LIMITS, metadataProblem, ZIdempotencyKey } from '../domain/event';
 import { EVENT_FIELDS, type EventField } from '../domain/eventFields';
@@ -91,8 +93,31 @@ export function parseWire(text: string): unknown {
  * Where the writer placed an event, and its salt: the rest of the stored document is the draft sent. The
  * salt is random per draft, so an event stored already under its id (a retry's twin) has another one.
  */
-export const ZPlacement = z.object({ seq: z.number().int(), month: z.string(), month_seq: z.number().int(), salt: z.string().regex(/^[0-9a-f]{64}$/).optional() });
+export const ZPlacement = z.object({
+  seq: z.number().int(),
+  month: z.string(),
+  month_seq: z.number().int(),
+  salt: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  /** The event stored under this id was removed since (a retried request's): its tombstone, never its content. */
+  removed: z.object({ kind: z.enum(['pruned', 'erased']), by: z.number().int().nullable(), leaf_v: z.union([z.literal(1), z.literal(2)]), leaf: z.string().regex(/^[0-9a-f]{64}$/) }).optional(),
+});
 export type TPlacement = z.infer<typeof ZPlacement>;
+
+/** What the writing instance answers of a stored event (or of the tombstone of one removed since). */
+export function placementOf(doc: StoredEvent): TPlacement {
+  const place = { seq: doc.seq, month: doc.month, month_seq: doc.month_seq };
+  if (isTombstone(doc)) return { ...place, removed: { kind: doc.removed, by: doc.removed_by, leaf_v: doc.leaf_v, leaf: Buffer.from(doc.leaf.buffer).toString('hex') } };
+  return doc.salt === undefined ? place : { ...place, salt: doc.salt };
+}
+
+/** The stored document a placement describes: the draft sent, where it was placed; or the tombstone. */
+export function storedOf(draft: EventDraft, placement: TPlacement): StoredEvent {
+  const { removed, ...place } = placement;
+  if (removed) {
+    return { _id: draft._id, tenant: draft.tenant, seq: place.seq, month: place.month, month_seq: place.month_seq, removed: removed.kind, removed_by: removed.by, leaf_v: removed.leaf_v, leaf: new Binary(Buffer.from(removed.leaf, 'hex')) };
+  }
+  return { ...draft, ...place };
+}
 
 const ZRefusal = z.object({
   error: z.object({

@@ -11,12 +11,12 @@
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Stores } from '../db/stores';
-import type { EventDoc } from '../db/documents';
+import type { StoredEvent } from '../db/documents';
 import { claimIdOf, type IdempotencyRepository } from '../db/idempotencyRepository';
 import type { EventWriter, WriterStats } from './eventWriter';
 import { unitTenant, type EventDraft, type KeyedWriteUnit } from './writeUnit';
 import { Forwarder, UNDELIVERED } from './forwarder';
-import type { TPlacement } from './forwardWire';
+import { storedOf, type TPlacement } from './forwardWire';
 import type { InstanceAuth } from './instanceAuth';
 import { Instances } from './instances';
 
@@ -53,7 +53,7 @@ export class Ingest {
   }
 
   /** Stores a write unit, here or at its organization's writer (EventWriter.write); resolves once all are durable. */
-  async write(unit: KeyedWriteUnit): Promise<EventDoc[]> {
+  async write(unit: KeyedWriteUnit): Promise<StoredEvent[]> {
     if (unit.drafts.length === 0) return [];
     const owner = this.instances.ownerOf(unitTenant(unit));
     if (owner === this.instances.self) return this.writer.write(unit);
@@ -66,9 +66,9 @@ export class Ingest {
     }
     if (placed === UNDELIVERED) return this.writer.write(unit);
     // The writer stores each draft as sent (one already stored under its id was stored from the same
-    // request: see services/idempotency.ts, with its own salt, which the placement carries), so its
-    // placement completes it.
-    return unit.drafts.map((draft, i) => ({ ...draft, ...(placed[i] as TPlacement) }));
+    // request: see services/idempotency.ts, with its own salt, which the placement carries; or removed
+    // since, which the placement says), so its placement completes it.
+    return unit.drafts.map((draft, i) => storedOf(draft, placed[i] as TPlacement));
   }
 
   /**
@@ -84,7 +84,7 @@ export class Ingest {
    * instance whoever writes the organization (the unique (tenant, seq) index keeps that exact, at the
    * cost of a lost race or two), with no key to check and no cap to count against.
    */
-  async writeOwn(drafts: EventDraft[]): Promise<EventDoc[]> {
+  async writeOwn(drafts: EventDraft[]): Promise<StoredEvent[]> {
     return drafts.length === 0 ? [] : this.writer.write({ drafts, keyHash: null, capExempt: true });
   }
 
@@ -93,7 +93,7 @@ export class Ingest {
    * A cap exemption is taken only where this instance can check it: the events complete the request of
    * an idempotency claim of their organization (services/idempotency.ts).
    */
-  async writeForwarded(unit: KeyedWriteUnit): Promise<EventDoc[]> {
+  async writeForwarded(unit: KeyedWriteUnit): Promise<StoredEvent[]> {
     if (unit.capExempt && !(await this.claimed(unit.drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: a cap exemption that no idempotency claim backs');
     return this.writer.write(unit);
   }

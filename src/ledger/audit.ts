@@ -14,8 +14,8 @@ import { eventLeafHash } from '../domain/ledger/eventHash';
 import { leafHash, RootAccumulator } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
-import { leafCommitOfDoc, toEvent } from '../db/documents';
-import { checkRetention, isRetentionAction, type LogEntry, logEntryOf } from '../domain/retention';
+import { isTombstone, leafCommitOfStored, toEvent } from '../db/documents';
+import { checkRetention, type LogEntry, logEntryOf } from '../domain/retention';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
 import { INSTALLATION, logOrigin } from './integrator';
@@ -108,23 +108,30 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     }
   };
   for await (const doc of store.eventsInOrder()) {
-    events++;
-    firstReceived ??= doc.received_at;
-    if (events % YIELD_EVERY === 0) await yieldToLoop();
+    const removed = isTombstone(doc);
+    if (!removed) {
+      events++;
+      firstReceived ??= doc.received_at;
+    }
+    if (doc.seq % YIELD_EVERY === 0) await yieldToLoop();
     if (doc.seq < expected) continue; // a duplicate sequence number cannot be stored (unique index)
     await missingUpTo(doc.seq);
     expected = doc.seq + 1;
-    const entry = isRetentionAction(doc.action) ? logEntryOf(doc.seq, toEvent(doc)) : null;
+    const entry = removed ? null : logEntryOf(doc.seq, toEvent(doc));
     if (entry) retention.push(entry);
     if (doc.seq > size) continue;
     const i = doc.seq - 1;
-    const hash = leafCommitOfDoc(doc);
+    const hash = leafCommitOfStored(doc);
     const leaf = eventLeafHash(tenant, doc.seq, hash);
     if (!tilesTrusted) {
       if (sequence.whole) fromEvents.push(leaf);
       continue;
     }
-    if (leaf.equals(await signedLeaf(i))) continue;
+    if (leaf.equals(await signedLeaf(i))) {
+      // A tombstone with the signed leaf: the event is gone, which only a retention entry may explain.
+      if (removed) differing.set(i, undefined);
+      continue;
+    }
     differing.set(i, doc._id);
     // A leaf commits to its position: the event is looked for at the signed leaves around it.
     for (let j = Math.max(0, i - MOVE_WINDOW); j < Math.min(size, i + MOVE_WINDOW + 1); j++) {

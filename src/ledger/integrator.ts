@@ -19,14 +19,14 @@
 import type { Logger } from 'pino';
 import { checkpointProblem } from '../domain/ledger/checkpoint';
 import { eventLeafHash, type EventHashes, leafCommitOf } from '../domain/ledger/eventHash';
-import { checkpointText, type LeafCommit } from '../domain/ledger/formats';
+import { checkpointText } from '../domain/ledger/formats';
 import { leafHash, nodesOf, rootHash } from '../domain/ledger/merkle';
 import { signNote, type Signer } from '../domain/ledger/note';
 import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WIDTH } from '../domain/ledger/tiles';
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { mapLimited } from '../domain/limited';
 import type { Clock } from '../domain/time';
-import { type EventDoc, eventHashesOfDoc, keptLeafCommit, leafCommitOfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, leafCommitOfStored, type LedgerCheckpointDoc } from '../db/documents';
 import { describeDbError } from '../db/errors';
 import { checkpointId, type LedgerStore, tileDoc } from '../db/ledgerStore';
 import { MissingTile, TileReader } from './tileReader';
@@ -554,7 +554,7 @@ export class LedgerIntegrator {
         throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
       }
       return undefined;
-    }, async (from, upTo) => (await this.store.forTenant(tenant).eventsBetween(from, upTo)).map((doc) => ({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, leafCommitOfDoc(doc)) })), `event of ${tenant} at seq`);
+    }, async (from, upTo) => (await this.store.forTenant(tenant).eventsBetween(from, upTo)).map((doc) => ({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, leafCommitOfStored(doc)) })), `event of ${tenant} at seq`);
   }
 
   /**
@@ -663,19 +663,12 @@ export class LedgerIntegrator {
         planted.push(doc._id);
       }
     }
-    // Every leaf from the events, or, for events pruned or erased, from the leaves kept for them.
-    const kept = new Map<number, LeafCommit>();
-    for await (const leaf of store.keptLeavesInOrder()) kept.set(leaf.seq, keptLeafCommit(leaf));
+    // Every leaf from the events, or, for events pruned or erased, from their tombstones.
     const leaves: Buffer[] = [];
-    const fillKept = (upTo: number) => {
-      for (let commit = kept.get(leaves.length + 1); commit && leaves.length + 1 <= upTo; commit = kept.get(leaves.length + 1)) leaves.push(eventLeafHash(tenant, leaves.length + 1, commit));
-    };
     for await (const doc of store.eventsInOrder()) {
-      fillKept(doc.seq - 1);
       if (doc.seq !== leaves.length + 1) break;
-      leaves.push(eventLeafHash(tenant, doc.seq, leafCommitOfDoc(doc)));
+      leaves.push(eventLeafHash(tenant, doc.seq, leafCommitOfStored(doc)));
     }
-    fillKept(Number.MAX_SAFE_INTEGER);
     const size = leaves.length;
     if (anchor) {
       if (size < anchor.size) throw new LedgerHalt(`only events 1 to ${size} are stored in sequence, and the signed checkpoint of size ${anchor.size} needs every one of its events: restore them first`);

@@ -6,7 +6,7 @@
 import { consistencyProof, inclusionProof, type NodeSource } from '../domain/ledger/merkle';
 import type { Verifier } from '../domain/ledger/note';
 import type { Clock } from '../domain/time';
-import { type EventDoc, keptLeafCommit, type LedgerCheckpointDoc, type LedgerEntryDoc, leafCommitOfDoc } from '../db/documents';
+import { type LedgerCheckpointDoc, type LedgerEntryDoc, leafCommitOfStored, type StoredEvent } from '../db/documents';
 import type { LeafCommit } from '../domain/ledger/formats';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import { INSTALLATION, type LedgerIntegrator, logOrigin } from './integrator';
@@ -80,19 +80,16 @@ export class TenantLedgerReader {
   }
 
   /** The log's events with from ≤ seq ≤ to (the tiles API's entry bundles). */
-  eventsBetween(from: number, to: number): Promise<EventDoc[]> {
+  eventsBetween(from: number, to: number): Promise<StoredEvent[]> {
     return this.store.eventsBetween(from, to);
   }
 
   /**
-   * What the leaves at from ≤ seq ≤ to commit to, in order: from the events, or from the leaves kept for
-   * pruned and erased ones. Fewer than asked when some are neither (a gap).
+   * What the leaves at from ≤ seq ≤ to commit to, in order: from the events, or from the tombstones of
+   * pruned and erased ones. Fewer than asked when some number holds neither (a gap).
    */
   async leafCommitsBetween(from: number, to: number): Promise<{ seq: number; commit: LeafCommit }[]> {
-    const [docs, kept] = await Promise.all([this.store.eventsBetween(from, to), this.store.keptLeavesBetween(from, to)]);
-    const bySeq = new Map<number, LeafCommit>(kept.map((leaf) => [leaf.seq, keptLeafCommit(leaf)]));
-    for (const doc of docs) bySeq.set(doc.seq, leafCommitOfDoc(doc));
-    return [...bySeq].sort((a, b) => a[0] - b[0]).map(([seq, commit]) => ({ seq, commit }));
+    return (await this.store.eventsBetween(from, to)).map((doc) => ({ seq: doc.seq, commit: leafCommitOfStored(doc) }));
   }
 
   /** The first `width` hashes of tile (level, index), as the tiles API serves them. */

@@ -6,7 +6,7 @@ import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId, type TCreateBatchOutput, type TCreateEventInput, type TCreateEventOutput, type TEvent, type TEventFilters, type TListEventsInput, type TListEventsOutput } from '../domain/event';
 import type { Clock } from '../domain/time';
 import type { Stores } from '../db/stores';
-import { toEvent, type EventDoc } from '../db/documents';
+import { type EventDoc, isTombstone, type StoredEvent, toEvent } from '../db/documents';
 import type { EventReader, EventQuery } from '../db/eventReader';
 import type { Ingest } from '../ingest/ingest';
 import type { LedgerIntegrator } from '../ledger/integrator';
@@ -89,8 +89,8 @@ export class EventService {
     const content = this.contentOf(principal.tenant, input, 'metadata', problems);
     if (problems.length) throw this.metadataTooLarge(problems);
     const { docs, replayed } = await this.store(principal, 'event', [content], key);
-    const doc = docs[0] as EventDoc;
-    return { output: { success: true, event: toEvent(doc), ledger: this.ledger.receipt(doc) }, replayed };
+    const doc = docs[0] as StoredEvent;
+    return { output: { success: true, event: this.answerOf(doc), ledger: this.receiptOf(doc) }, replayed };
   }
 
   /** Many events, stored all or none toward the caller, in order (README, "Batches"). */
@@ -100,7 +100,16 @@ export class EventService {
     const contents = events.map((input, i) => this.contentOf(principal.tenant, input, `events[${i}].metadata`, problems));
     if (problems.length) throw this.metadataTooLarge(problems);
     const { docs, replayed } = await this.store(principal, 'batch', contents, key);
-    return { output: { success: true, events: docs.map(toEvent), ledger: docs.map((doc) => this.ledger.receipt(doc)) }, replayed };
+    return { output: { success: true, events: docs.map((doc) => this.answerOf(doc)), ledger: docs.map((doc) => this.receiptOf(doc)) }, replayed };
+  }
+
+  /** A stored event as a write answers it; one removed since (a replay's) by its id and removal alone. */
+  private answerOf(doc: StoredEvent): TCreateEventOutput['event'] {
+    return isTombstone(doc) ? { id: doc._id, removed: doc.removed, removed_by: doc.removed_by } : toEvent(doc);
+  }
+
+  private receiptOf(doc: StoredEvent): TCreateEventOutput['ledger'] {
+    return isTombstone(doc) ? { leaf_index: doc.seq - 1, removed: true } : this.ledger.receipt(doc);
   }
 
   private store(principal: ApiKeyPrincipal, kind: WriteKind, contents: EventContent[], key: string | undefined): Promise<Written> {

@@ -7,7 +7,9 @@
  * and the same request then writes exactly those events: the unique index on the events' `_id` stores
  * each of them once, whichever request, process or retry gets there first, and the writer answers an id
  * stored already with the stored event (src/ingest/eventWriter.ts). So:
- * - a retry after a success finds every event stored and answers them, storing nothing;
+ * - a retry after a success finds every event stored and answers them, storing nothing; an event removed
+ *   under retention since is found as its tombstone (db/documents.ts) and answered as removed, never
+ *   stored again;
  * - a retry after a crash, between the write and the answer or midway through a batch, stores exactly
  *   the missing events (a batch once begun is completed, whatever the cap says by then);
  * - two requests with one key at once, in one process or two, write the same ids: one event each.
@@ -20,7 +22,7 @@ import type { Logger } from 'pino';
 import { AppError, MESSAGES } from '../domain/errors';
 import type { Clock } from '../domain/time';
 import type { Stores } from '../db/stores';
-import type { EventDoc, IdempotencyClaimDoc } from '../db/documents';
+import type { IdempotencyClaimDoc, StoredEvent } from '../db/documents';
 import { claimIdOf, type IdempotencyRepository } from '../db/idempotencyRepository';
 import { describeDbError } from '../db/errors';
 import type { EventDraft } from '../ingest/writeUnit';
@@ -35,9 +37,12 @@ export type { EventContent };
 /** The request kinds a key can be used for; a key used for one is never taken for another. */
 export type WriteKind = 'event' | 'batch';
 
-/** What a write answers: the stored events in request order, and whether all of them were stored before this request. */
+/**
+ * What a write answers: the stored events in request order (the tombstone of one removed since a first
+ * request stored it), and whether all of them were stored before this request.
+ */
 export interface Written {
-  docs: EventDoc[];
+  docs: StoredEvent[];
   replayed: boolean;
 }
 
@@ -177,7 +182,7 @@ export class IdempotentWrites {
       const written = await this.ingest.write({ drafts: missing, keyHash: principal.keyHash, capExempt: stored.size > 0 });
       for (const doc of written) stored.set(doc._id, doc);
     }
-    return { docs: claim.event_ids.map((eventId) => stored.get(eventId) as EventDoc), replayed: missing.length === 0 };
+    return { docs: claim.event_ids.map((eventId) => stored.get(eventId) as StoredEvent), replayed: missing.length === 0 };
   }
 
   private sweep(now: Date): void {

@@ -14,8 +14,8 @@ import type { StreamStore } from '../db/streamStore';
 
 /**
  * How long an event stays usable from memory: streams that keep up read it within a second or two;
- * after this, it is read from the database, where an erasure made on another instance has removed it
- * (this instance's own removals are forgotten at once).
+ * after this, it is read from the database again. (Removals do not wait for it: this instance's own are
+ * forgotten at once, and any instance's change the organization's removal mark, `removals`.)
  */
 const CACHE_TTL_MS = 60_000;
 
@@ -24,6 +24,8 @@ export class EventSource {
   private readonly recent = new Map<string, { doc: EventDoc; at: number }>();
   /** One database read at a time per organization: a second stream waits and then finds the events here. */
   private readonly reading = new Map<string, Promise<unknown>>();
+  /** Each organization's removal mark as last read: its events in memory were read under it. */
+  private readonly marks = new Map<string, string | null>();
 
   constructor(
     private readonly store: StreamStore,
@@ -104,6 +106,24 @@ export class EventSource {
       out.push(entry.doc);
     }
     return out;
+  }
+
+  /**
+   * The organization's removal mark, read now. A stream reads it before it sends a batch and sends only
+   * if it is the one it read before reading the batch's events: a removal on any instance changes it
+   * after the tombstones are written and before the removal is answered, so a batch read before then is
+   * read again from the database (where the removed events are tombstones), and everything this
+   * instance held of the organization is dropped.
+   */
+  async removals(tenant: string): Promise<string | null> {
+    const mark = await this.store.removalMark(tenant);
+    if (this.marks.has(tenant) && this.marks.get(tenant) !== mark) {
+      const prefix = `${tenant}\n`;
+      for (const key of this.recent.keys()) if (key.startsWith(prefix)) this.recent.delete(key);
+    }
+    if (this.marks.size >= this.capacity) this.marks.clear();
+    this.marks.set(tenant, mark);
+    return mark;
   }
 
   /** Events removed under retention (pruned or erased here): never sent again from memory. */

@@ -27,6 +27,8 @@ test('create, get and list with full types', async () => {
     timestamp: '2024-08-08T08:08:08.808+02:00',
   });
   // These lines type-check only if the router's types reach the client.
+  // A write answers the stored event, or (a replay's event removed since) a RemovedEvent: narrowed by its fields.
+  if ('removed' in created.event) throw new Error('a new event cannot have been removed');
   const id: string = created.event.id;
   const when: string = created.event.timestamp;
   expect(created.success).toBe(true);

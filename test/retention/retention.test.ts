@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { eventCommitment, eventSha256 } from '../../src/domain/ledger/eventHash';
 import { hashInputOfEvent } from '../../src/domain/eventFields';
 import { DAY_MS, RETENTION_ACTIONS } from '../../src/domain/retention';
+import { LIVE } from '../../src/db/documents';
 import type { TEvent } from '../../src/domain/event';
 import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
@@ -95,7 +96,8 @@ function forgedEntry(org: TestOrg, action: string, metadata: Record<string, unkn
   return app.services.selfAudit.record(org.id, { type: 'service', job: 'retention' }, action as never, { type: 'retention_policy', id: org.id }, metadata);
 }
 
-const seqsOf = async (org: TestOrg) => (await app.collections.events.find({ tenant: org.id }).toArray()).map((doc) => doc.seq).sort((a, b) => a - b);
+/** The sequence numbers of the organization's events still stored (tombstones left out). */
+const seqsOf = async (org: TestOrg) => (await app.collections.events.find({ tenant: org.id, ...LIVE }).toArray()).map((doc) => doc.seq).sort((a, b) => a - b);
 
 test('pruning by time: the policy takes effect after its notice, the job prunes what it allows, and every verifier accepts the log', async () => {
   const { owner, email, org } = await ownedOrg();
@@ -110,12 +112,12 @@ test('pruning by time: the policy takes effect after its notice, the job prunes 
   const recent = await write(org, 25);
   advance(25); // the first 60 events are 35 days old, the 25 ten days younger than the cutoff
   await owner.login(email); // sessions idle out after a day
-  const before = await app.collections.events.countDocuments({ tenant: org.id });
+  const before = await app.collections.events.countDocuments({ tenant: org.id, ...LIVE });
   const pruned = await app.services.retention.prune(org.id);
   // The 60 events, and the owner's sign-up records that came before them; never the policy entry.
   expect(pruned.pruned).toBeGreaterThanOrEqual(60);
   expect(pruned.entries).toHaveLength(1);
-  const remaining = await app.collections.events.find({ tenant: org.id }).toArray();
+  const remaining = await app.collections.events.find({ tenant: org.id, ...LIVE }).toArray();
   expect(remaining).toHaveLength(before - pruned.pruned + 1);
   expect(remaining.some((doc) => doc.action === RETENTION_ACTIONS.policyChanged)).toBe(true);
   for (const event of old.events) expect(remaining.some((doc) => doc._id === event.id)).toBe(false);
@@ -161,7 +163,10 @@ test('pruning by time: the policy takes effect after its notice, the job prunes 
   expect(bundle).not.toContain(eventCommitment(guess, '00'.repeat(32)));
   // Only with the salt (deleted with the event; this test kept the receipt) does the guess match.
   expect(bundle).toContain(eventCommitment(guess, old.salts[0] as string));
-  expect(await app.collections.keptLeaves.countDocuments({ tenant: org.id })).toBe(pruned.pruned);
+  // Each pruned event left its tombstone: its id, number and leaf, no body, no salt.
+  const tombstones = await app.collections.eventSlots.find({ tenant: org.id, removed: { $exists: true } }).toArray();
+  expect(tombstones).toHaveLength(pruned.pruned);
+  for (const tombstone of tombstones) expect(Object.keys(tombstone).sort()).toEqual(['_id', 'leaf', 'leaf_v', 'month', 'month_seq', 'removed', 'removed_by', 'seq', 'tenant']);
 
   // A body deleted in the database with no prune entry: missing without authority, named.
   const victim = (remaining.find((doc) => doc.actor_id === 'user_7') as { seq: number }).seq;
@@ -184,8 +189,12 @@ test('erasure of an actor across many events: only theirs go, held ones stay, an
   const erased = await owner.client.dashboard.retention.erase.mutate({ actor_id: 'alice', reason: 'data_subject_request' });
   expect(erased).toMatchObject({ erased: 30, held: 0 });
   const held = await owner.client.dashboard.retention.erase.mutate({ actor_id: 'carol', reason: 'data_subject_request' });
-  expect(held).toMatchObject({ erased: 0, held: 30, entries: [] });
-  const stored = await app.collections.events.find({ tenant: org.id }).toArray();
+  // Everything it met was held: nothing erased, and the request is in the log all the same (issue 34, item 4).
+  expect(held).toMatchObject({ erased: 0, held: 30, entries: [expect.any(Number)] });
+  const heldEntry = await app.collections.events.findOne({ tenant: org.id, seq: held.entries[0] as number });
+  expect(heldEntry).toMatchObject({ action: RETENTION_ACTIONS.erased });
+  expect(JSON.parse(heldEntry?.metadata ?? '{}')).toMatchObject({ ranges: '', count: 0, held: 30, reason: 'data_subject_request' });
+  const stored = await app.collections.events.find({ tenant: org.id, ...LIVE }).toArray();
   expect(stored.filter((doc) => doc.actor_id === 'alice')).toHaveLength(0);
   expect(stored.filter((doc) => doc.actor_id === 'bob')).toHaveLength(30);
   expect(stored.filter((doc) => doc.actor_id === 'carol')).toHaveLength(30);
