@@ -26,6 +26,15 @@ export function isRetentionAction(action: string): action is RetentionAction {
   return ACTIONS.has(action);
 }
 
+/**
+ * Whether a stored event is one of the service's own retention entries: authority belongs to who stored
+ * it (the service's key id, which no client key can have), never to an action's name, which older
+ * versions let clients send. A client's event is an ordinary event: erasable, prunable.
+ */
+export function isRetentionEntry(event: { action: string; api_key_id: string }): boolean {
+  return event.api_key_id === SELF_AUDIT_KEY_ID && ACTIONS.has(event.action);
+}
+
 /** Why an erasure was made: a code, never the data or the requester's words. */
 export const ERASURE_REASONS = ['data_subject_request', 'legal_obligation', 'consent_withdrawn', 'contract_ended', 'data_minimization'] as const;
 export const ZErasureReason = z.enum(ERASURE_REASONS);
@@ -68,14 +77,24 @@ export const ZPrunedMeta = z.object({
   policy_days: z.number().int().positive(),
   held: z.number().int().min(0),
 });
+/** An erasure that met only held events (or was refused for a hold on everything) is recorded too: count 0, no ranges. */
 export const ZErasedMeta = z.object({
-  ranges: ZRanges,
-  count: z.number().int().positive(),
+  ranges: z.union([ZRanges, z.literal('')]),
+  count: z.number().int().min(0),
   reason: ZErasureReason,
   held: z.number().int().min(0),
-});
+}).refine((meta) => (meta.count === 0) === (meta.ranges === ''), 'ranges are empty exactly when count is 0');
 export const ZHoldPlacedMeta = z.object({ hold_id: z.string(), filter: ZHoldFilter, reason: z.string() });
 export const ZHoldReleasedMeta = z.object({ hold_id: z.string() });
+
+/**
+ * Whether a retention entry's actor (as the service wrote it: services/selfAudit.ts) had an owner's
+ * authority: an owner, or an API key with the scope `retention:manage`, which only an owner can grant.
+ */
+function byOwnersAuthority(metadata: Readonly<Record<string, unknown>>): boolean {
+  if (metadata.actor_type === 'member') return metadata.role === 'owner';
+  return metadata.actor_type === 'api_key' && Array.isArray(metadata.scopes) && metadata.scopes.includes('retention:manage');
+}
 
 /** Ascending sequence numbers as ranges text: `1-40,42` (entries), or `1-40, 42` with `separator` `', '` (messages). */
 export function formatRanges(seqs: readonly number[], separator = ','): string {
@@ -159,7 +178,8 @@ interface Policy extends PolicyChange {
  * - a prune entry names the policy in force when it was recorded (a change is in force from its
  *   effective time, unless a later change was recorded before then), and a cutoff no later than that
  *   many days before it; no whole-organization hold was in place;
- * - an erasure entry was made by an owner, with a reason code, with no whole-organization hold in place;
+ * - an erasure entry was made by an owner, or with an API key holding `retention:manage` (which only an
+ *   owner can grant), with a reason code, with no whole-organization hold in place;
  * - both cover only events before themselves.
  * Entries whose `api_key_id` is not the service's were sent by a client: they are no authority.
  */
@@ -233,10 +253,12 @@ export function checkRetention(entries: Iterable<LogEntry>): RetentionCheck {
           problems.push(`${where}: malformed`);
           break;
         }
-        if (entry.metadata.actor_type !== 'member' || entry.metadata.role !== 'owner') {
-          problems.push(`${where}: not made by an owner`);
+        if (!byOwnersAuthority(entry.metadata)) {
+          problems.push(`${where}: not made by an owner, nor with an API key holding retention:manage`);
           break;
         }
+        // An entry that erased nothing records a request that a hold kept from erasing anything.
+        if (meta.data.count === 0) break;
         if (orgHeld()) {
           problems.push(`${where}: erases while the whole organization is on legal hold`);
           break;
@@ -294,6 +316,7 @@ export const ZRetentionHold = z.object({
   placed_at: z.string(),
   placed_by: z.string(),
 }).meta({ id: 'RetentionHold' });
+export type TRetentionHold = z.infer<typeof ZRetentionHold>;
 
 export const ZRetentionView = z.object({
   days: z.number().int().nullable().meta({ description: 'The policy in force: days an event is kept after it was received (null: for ever)' }),
@@ -313,11 +336,15 @@ export const ZPlaceHoldInput = z.strictObject({ filter: ZHoldFilter, reason: z.s
 export const ZHoldIdInput = z.strictObject({ id: z.string().min(1).max(64) });
 export const ZEraseInput = z
   .strictObject({
-    actor_id: z.string().min(1).max(256).optional(),
-    event_ids: z.array(z.string().min(1).max(64)).min(1).max(10_000).optional(),
+    actor_id: z.string().min(1).max(256).optional().meta({ description: 'Erase every event of this actor (give this or event_ids)' }),
+    event_ids: z.array(z.string().min(1).max(64)).min(1).max(10_000).optional().meta({ description: 'Erase these events (give this or actor_id)' }),
     reason: ZErasureReason,
   })
   .refine((input) => (input.actor_id === undefined) !== (input.event_ids === undefined), { message: 'give either actor_id or event_ids', path: ['actor_id'] });
+/** /v1/retention/holds: the organization's legal holds (the view's `holds`). */
+export const ZHoldList = z.object({ data: z.array(ZRetentionHold) });
+/** /v1/retention/holds/{id} released: gone, its release an entry of the log. */
+export const ZReleasedHold = z.object({ id: z.string(), released: z.literal(true) });
 export const ZEraseResult = z.object({
   erased: z.number().int(),
   held: z.number().int().meta({ description: 'Matching events kept because a legal hold covers them' }),

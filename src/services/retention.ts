@@ -14,15 +14,15 @@
  */
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { type EventDoc, type KeptLeafDoc, keptLeafDoc, leafCommitOfDoc, type RetentionHoldDoc, toEvent } from '../db/documents';
+import { type EventDoc, type RemovalKind, type RetentionHoldDoc, toEvent, tombstoneOf } from '../db/documents';
 import type { ExportLeaseStore } from '../db/exportLeaseStore';
 import type { RetentionStore } from '../db/retentionStore';
 import { AppError } from '../domain/errors';
 import {
-  DAY_MS, formatRanges, holdMatches, holdsEverything, isRetentionAction, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionView,
+  DAY_MS, formatRanges, holdMatches, holdsEverything, isRetentionEntry, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionHold, type TRetentionView,
 } from '../domain/retention';
 import type { Clock } from '../domain/time';
-import type { SessionPrincipal } from './auth';
+import type { ApiKeyPrincipal, SessionPrincipal } from './auth';
 import { actorOf, type SelfAudit } from './selfAudit';
 
 /**
@@ -42,6 +42,12 @@ export interface RetentionOptions {
   noticeDays: number;
 }
 
+/**
+ * Who may change retention: an owner's session (the dashboard) or an API key with `retention:manage`
+ * (/v1/retention, which only an owner can grant); the procedures check which, the entries name who.
+ */
+export type RetentionPrincipal = SessionPrincipal | ApiKeyPrincipal;
+
 /** Told of events removed here, so that nothing held in memory (the streams' recent events) sends them again. */
 export type OnRemoved = (tenant: string, seqs: readonly number[]) => void;
 
@@ -52,12 +58,8 @@ export interface RetentionLedger {
   integrate(tenant: string, seq: number): Promise<void>;
 }
 
-/** One removal's events: their leaves, kept, and their ids. */
-interface Removal {
-  seqs: number[];
-  ids: string[];
-  leaves: KeptLeafDoc[];
-}
+/** One removal's events, in sequence order. */
+type Removal = EventDoc[];
 
 export class RetentionService {
   private timer: NodeJS.Timeout | null = null;
@@ -115,7 +117,7 @@ export class RetentionService {
   }
 
   /** Records a new policy: a shorter one (or the first) takes effect after the notice period, a longer one now. */
-  async setPolicy(principal: SessionPrincipal, days: number | null): Promise<TRetentionView> {
+  async setPolicy(principal: RetentionPrincipal, days: number | null): Promise<TRetentionView> {
     const { minDays, maxDays, noticeDays } = this.options;
     if (days === null && maxDays !== null) throw invalid(`Invalid request: this installation keeps events at most ${maxDays} days; choose a number of days`);
     if (days !== null && (days < minDays || (maxDays !== null && days > maxDays))) {
@@ -132,15 +134,18 @@ export class RetentionService {
     return this.view(tenant);
   }
 
-  async placeHold(principal: SessionPrincipal, filter: THoldFilter, reason: string): Promise<TRetentionView> {
-    const doc: RetentionHoldDoc = { _id: `hold_${uuidv7()}`, org_id: principal.tenant, filter, reason, placed_at: this.clock.now(), placed_by: principal.email };
+  /** Places a hold: the new hold, and the retention view with it. */
+  async placeHold(principal: RetentionPrincipal, filter: THoldFilter, reason: string): Promise<{ hold: TRetentionHold; view: TRetentionView }> {
+    // A member by email, a key by its id (`key_…`).
+    const placedBy = principal.kind === 'apiKey' ? principal.keyId : principal.email;
+    const doc: RetentionHoldDoc = { _id: `hold_${uuidv7()}`, org_id: principal.tenant, filter, reason, placed_at: this.clock.now(), placed_by: placedBy };
     // Recorded first: a hold is in the log before anything relies on it.
     await this.audit.record(principal.tenant, actorOf(principal), RETENTION_ACTIONS.holdPlaced, { type: 'legal_hold', id: doc._id }, { hold_id: doc._id, filter, reason });
     await this.store.addHold(doc);
-    return this.view(principal.tenant);
+    return { hold: holdView(doc), view: await this.view(principal.tenant) };
   }
 
-  async releaseHold(principal: SessionPrincipal, id: string): Promise<TRetentionView> {
+  async releaseHold(principal: RetentionPrincipal, id: string): Promise<TRetentionView> {
     const doc = await this.store.removeHold(principal.tenant, id);
     if (!doc) throw new AppError('HOLD_NOT_FOUND', 'No such legal hold');
     await this.audit.record(principal.tenant, actorOf(principal), RETENTION_ACTIONS.holdReleased, { type: 'legal_hold', id }, { hold_id: id });
@@ -148,28 +153,41 @@ export class RetentionService {
   }
 
   /** Erases an actor's events, or the events with these ids (never retention entries), except those on hold. */
-  async erase(principal: SessionPrincipal, which: { actor_id?: string | undefined; event_ids?: string[] | undefined }, reason: TErasureReason): Promise<{ erased: number; held: number; entries: number[] }> {
+  async erase(principal: RetentionPrincipal, which: { actor_id?: string | undefined; event_ids?: string[] | undefined }, reason: TErasureReason): Promise<{ erased: number; held: number; entries: number[] }> {
     const tenant = principal.tenant;
     return this.leased(tenant, async () => {
       const holds = await this.store.holds(tenant);
-      if (holds.some((hold) => holdsEverything(hold.filter))) throw new AppError('LEGAL_HOLD', 'The organization is on legal hold: nothing can be erased until the hold is released');
-      const docs = (await this.store.matching(tenant, which)).filter((doc) => !isRetentionAction(doc.action));
+      const docs = (await this.store.matching(tenant, which)).filter((doc) => !isRetentionEntry(doc));
+      const record = (part: Removal, held: number) => this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.erased, { type: 'erasure', id: `erasure_${uuidv7()}` }, {
+        ranges: formatRanges(part.map((doc) => doc.seq)), count: part.length, reason, held,
+      });
+      if (holds.some((hold) => holdsEverything(hold.filter))) {
+        // Refused, and recorded all the same: the request is in the log, with what it would have met.
+        await record([], docs.length);
+        throw new AppError('LEGAL_HOLD', 'The organization is on legal hold: nothing can be erased until the hold is released');
+      }
       const { removal, held } = this.select(docs, holds);
-      const newest = removal.seqs.at(-1);
+      // Every request leaves an entry, one that erased nothing when a hold kept everything it met.
+      if (removal.length === 0) return { erased: 0, held, entries: [(await record([], held)).seq] };
+      const newest = (removal.at(-1) as EventDoc).seq;
       // Only signed events are removed: their leaves must be in the tiles before their bodies go.
-      if (newest !== undefined && (await this.ledger.signedSize(tenant)) < newest) await this.ledger.integrate(tenant, newest);
+      if ((await this.ledger.signedSize(tenant)) < newest) await this.ledger.integrate(tenant, newest);
       const entries: number[] = [];
       for (const part of chunks(removal)) {
-        const entry = await this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.erased, { type: 'erasure', id: `erasure_${uuidv7()}` }, {
-          ranges: formatRanges(part.seqs), count: part.seqs.length, reason, held,
-        });
+        const entry = await record(part, held);
         entries.push(entry.seq);
-        await this.store.counted(tenant, 'erased', await this.store.remove(tenant, part.leaves, part.ids));
-        this.onRemoved(tenant, part.seqs);
-        this.notices.delete(tenant);
+        await this.removed(tenant, part, 'erased', entry.seq);
       }
-      return { erased: removal.seqs.length, held, entries };
+      return { erased: removal.length, held, entries };
     });
+  }
+
+  /** Replaces removed events by their tombstones, counts them, and forgets them wherever they are held in memory. */
+  private async removed(tenant: string, part: Removal, kind: RemovalKind, entry: number, prune?: { cutoff: Date; days: number }): Promise<void> {
+    await this.store.remove(tenant, part.map((doc) => tombstoneOf(doc, kind, entry)));
+    await this.store.counted(tenant, kind, part.length, prune);
+    this.onRemoved(tenant, part.map((doc) => doc.seq));
+    this.notices.delete(tenant);
   }
 
   /**
@@ -192,32 +210,29 @@ export class RetentionService {
       const signed = await this.ledger.signedSize(tenant);
       // Removed as it is read, a few thousand events at a time: memory stays flat whatever the backlog (the
       // events deleted are behind the cursor, which reads on).
-      let pending: Removal = { seqs: [], ids: [], leaves: [] };
+      let pending: Removal = [];
       let heldSince = 0;
       const total = { pruned: 0, held: 0 };
       const entries: number[] = [];
       const flush = async () => {
-        for (const part of chunks(inSeqOrder(pending))) {
+        // Read in order of receipt, which differs by a little from sequence order across instances.
+        for (const part of chunks(pending.sort((a, b) => a.seq - b.seq))) {
           const entry = await this.audit.record(tenant, { type: 'service', job: 'retention' }, RETENTION_ACTIONS.pruned, { type: 'retention_policy', id: tenant }, {
-            ranges: formatRanges(part.seqs), count: part.seqs.length, cutoff: cutoff.toISOString(), policy_days: days, held: heldSince,
+            ranges: formatRanges(part.map((doc) => doc.seq)), count: part.length, cutoff: cutoff.toISOString(), policy_days: days, held: heldSince,
           });
           heldSince = 0;
           entries.push(entry.seq);
-          await this.store.counted(tenant, 'pruned', await this.store.remove(tenant, part.leaves, part.ids), { cutoff, days });
-          this.onRemoved(tenant, part.seqs);
-          this.notices.delete(tenant);
-          total.pruned += part.seqs.length;
+          await this.removed(tenant, part, 'pruned', entry.seq, { cutoff, days });
+          total.pruned += part.length;
         }
-        pending = { seqs: [], ids: [], leaves: [] };
+        pending = [];
       };
       for await (const batch of this.store.receivedBefore(tenant, cutoff, signed)) {
-        const picked = this.select(batch.filter((doc) => !isRetentionAction(doc.action)), holds);
+        const picked = this.select(batch.filter((doc) => !isRetentionEntry(doc)), holds);
         heldSince += picked.held;
         total.held += picked.held;
-        pending.seqs.push(...picked.removal.seqs);
-        pending.ids.push(...picked.removal.ids);
-        pending.leaves.push(...picked.removal.leaves);
-        if (pending.seqs.length >= EVENTS_PER_ENTRY) await flush();
+        pending.push(...picked.removal);
+        if (pending.length >= EVENTS_PER_ENTRY) await flush();
       }
       await flush();
       if (total.pruned) this.log.info({ tenant, ...total, cutoff, days }, 'retention: pruned');
@@ -252,21 +267,11 @@ export class RetentionService {
     await this.running;
   }
 
-  /** The events to remove (their leaves computed now, while their bodies and salts are here) and how many a hold keeps. */
+  /** The events to remove, and how many a hold keeps. */
   private select(docs: readonly EventDoc[], holds: readonly RetentionHoldDoc[]): { removal: Removal; held: number } {
-    const removal: Removal = { seqs: [], ids: [], leaves: [] };
-    let held = 0;
-    for (const doc of docs) {
-      if (holds.length && holds.some((hold) => holdMatches(hold.filter, toEvent(doc)))) {
-        held++;
-        continue;
-      }
-      const commit = leafCommitOfDoc(doc);
-      removal.seqs.push(doc.seq);
-      removal.ids.push(doc._id);
-      removal.leaves.push(keptLeafDoc(doc.tenant, doc.seq, commit));
-    }
-    return { removal, held };
+    if (holds.length === 0) return { removal: [...docs], held: 0 };
+    const removal = docs.filter((doc) => !holds.some((hold) => holdMatches(hold.filter, toEvent(doc))));
+    return { removal, held: docs.length - removal.length };
   }
 
   /** Runs `work` holding the organization's retention lease (one prune or erasure at a time, installation-wide). */
@@ -283,20 +288,11 @@ export class RetentionService {
   }
 }
 
-/** The removal sorted by sequence number (read in order of receipt, which differs by a little across instances). */
-function inSeqOrder(removal: Removal): Removal {
-  const order = removal.seqs.map((_, i) => i).sort((a, b) => (removal.seqs[a] as number) - (removal.seqs[b] as number));
-  return { seqs: order.map((i) => removal.seqs[i] as number), ids: order.map((i) => removal.ids[i] as string), leaves: order.map((i) => removal.leaves[i] as KeptLeafDoc) };
-}
-
 function* chunks(removal: Removal): Generator<Removal> {
-  for (let at = 0; at < removal.seqs.length; at += EVENTS_PER_ENTRY) {
-    const end = at + EVENTS_PER_ENTRY;
-    yield { seqs: removal.seqs.slice(at, end), ids: removal.ids.slice(at, end), leaves: removal.leaves.slice(at, end) };
-  }
+  for (let at = 0; at < removal.length; at += EVENTS_PER_ENTRY) yield removal.slice(at, at + EVENTS_PER_ENTRY);
 }
 
-function holdView(doc: RetentionHoldDoc): TRetentionView['holds'][number] {
+function holdView(doc: RetentionHoldDoc): TRetentionHold {
   return { id: doc._id, filter: doc.filter, reason: doc.reason, placed_at: doc.placed_at.toISOString(), placed_by: doc.placed_by };
 }
 
