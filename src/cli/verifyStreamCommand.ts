@@ -9,6 +9,13 @@
  * the key for one organization's log; and, when the stream started at the first event, the Merkle root
  * of the delivered events must be the root of every checkpoint they reach. That last check proves the
  * delivered events are exactly the log's leaves 1…N, in order, nothing missing, nothing added.
+ *
+ * A failure says what happened, as far as the delivery shows it: an event that no longer hashes to its
+ * receipt was edited (it is delivered, not missing); sequence numbers absent between delivered ones are
+ * missing from the middle, named; a delivery that stops before the checkpoint given apart from it is
+ * missing events from its end; and events that hash to their receipts but not to the signed leaves (an
+ * event edited along with its receipt) are pinned between the last checkpoint they reproduce and the
+ * first they do not.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,6 +59,28 @@ function linesOf(path: string): string[] {
   return text.split('\n').filter((line) => line.trim() !== '');
 }
 
+/** Sequence numbers (ascending) as runs of consecutive ones. */
+export function runsOf(seqs: readonly number[]): [number, number][] {
+  const runs: [number, number][] = [];
+  for (const seq of seqs) {
+    const last = runs.at(-1);
+    if (last && seq === last[1] + 1) last[1] = seq;
+    else runs.push([seq, seq]);
+  }
+  return runs;
+}
+
+/** How many runs a message names before it only counts the rest (a message stays one line). */
+const RUNS_NAMED = 10;
+
+/** "event 7", "events 4–6", "events 3, 9–10", "events 1–2, … and 14 more gaps". */
+export function describeSeqs(seqs: readonly number[]): string {
+  const runs = runsOf(seqs);
+  const named = runs.slice(0, RUNS_NAMED).map(([from, to]) => (from === to ? String(from) : `${from}–${to}`)).join(', ');
+  const more = runs.length > RUNS_NAMED ? ` and ${runs.length - RUNS_NAMED} more gaps` : '';
+  return `${seqs.length === 1 ? 'event' : 'events'} ${named}${more}`;
+}
+
 /** The event and receipt of a delivered item, in either format; null for anything else. */
 function itemOf(value: Record<string, unknown>): { event: unknown; receipt: { leaf_index: number; event_sha256: string; event_commitment?: string; salt?: string } } | null {
   const source = (value.class_uid === 6003 ? value.unmapped : value) as { event?: unknown; receipt?: Record<string, unknown> } | undefined;
@@ -72,12 +101,13 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
     return ok;
   };
   const hashes = new Map<number, LeafCommit>();
+  /** Events delivered but changed (they do not hash to their receipts): their leaves are unknown, yet they are not missing. */
+  const edited = new Set<number>();
   /** Retention entries among the delivered events: they account for events a stream skips (removed before it got there). */
   const retention: LogEntry[] = [];
   let organization: string | null = null;
   const checkpoints = new Map<number, string>();
   let repeats = 0;
-  let bad = 0;
   const files = deliveredFiles(options.dir);
   record(files.length > 0, `${files.length} delivered file(s) under ${options.dir}`);
   for (const file of files) {
@@ -87,7 +117,6 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       try {
         value = JSON.parse(line) as Record<string, unknown>;
       } catch {
-        bad++;
         record(false, `${where}: not JSON`);
         continue;
       }
@@ -111,7 +140,6 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       const item = itemOf(value);
       const event = item && ZEvent.strict().safeParse(item.event);
       if (!item || !event?.success) {
-        bad++;
         record(false, `${where}: not an event with its receipt`);
         continue;
       }
@@ -120,8 +148,8 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       const computed = eventHashes(hashInputOfEvent(event.data), item.receipt.salt);
       const hash = leafCommitOf(computed);
       if (computed.event_sha256 !== item.receipt.event_sha256 || computed.event_commitment !== item.receipt.event_commitment) {
-        bad++;
-        record(false, `${where}: event ${event.data.id} at sequence number ${seq} does not hash to its receipt (changed)`);
+        edited.add(seq);
+        record(false, `${where}: the event at sequence number ${seq} (${event.data.id}) was edited: it does not hash to its receipt`);
         continue;
       }
       const before = hashes.get(seq);
@@ -149,7 +177,8 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
       record(false, `the given checkpoint is not signed by ${verifier.name}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
-  const seqs = [...hashes.keys()].sort((a, b) => a - b);
+  // Delivered sequence numbers, edited ones included: an edited event is there, only not as signed.
+  const seqs = [...new Set([...hashes.keys(), ...edited])].sort((a, b) => a - b);
   const first = seqs[0] ?? null;
   const last = seqs.at(-1) ?? null;
   let verifiedSize = 0;
@@ -157,33 +186,81 @@ export async function runVerifyStream(options: { verifierKey: string; dir: strin
     // A gap is allowed only where a delivered retention entry removed the events (pruned or erased).
     const authority = checkRetention(retention.sort((a, b) => a.seq - b.seq));
     for (const problem of authority.problems) record(false, problem);
-    let missing = 0;
+    const missing: number[] = [];
     let removed = 0;
     for (let seq = first; seq <= last; seq++) {
-      if (hashes.has(seq)) continue;
+      if (hashes.has(seq) || edited.has(seq)) continue;
       if (authority.authority(seq)) removed++;
-      else missing++;
+      else missing.push(seq);
     }
     const removedNote = removed ? `; ${removed} removed under retention entries of the log, skipped` : '';
-    record(missing === 0 && bad === 0, missing === 0 ? `${seqs.length} events, sequence numbers ${first}–${last} without a gap (${repeats} delivered again${removedNote})` : `${missing} sequence number(s) between ${first} and ${last} were never delivered, and no retention entry removed them`);
+    record(missing.length === 0, missing.length === 0
+      ? `${seqs.length} events, sequence numbers ${first}–${last} without a gap (${repeats} delivered again${removedNote})`
+      : `${describeSeqs(missing)} ${missing.length === 1 ? 'is' : 'are'} missing from the middle of the stream: ${missing.length} sequence number(s) between ${first} and ${last} were never delivered, and no retention entry removed them`);
     if (organization === null) record(false, 'no signed checkpoint was delivered');
     else if (removed > 0) {
       verdicts.push({ ok: true, check: `events were removed under retention before the stream reached them: the checkpoints' roots cannot be recomputed without their leaves (check those with export --with-proofs)` });
     } else if (first !== 1) {
       verdicts.push({ ok: true, check: `the stream started at sequence number ${first}: the checkpoints' roots cannot be recomputed without the events before it (check those with export --with-proofs)` });
-    } else if (missing === 0) {
-      const leaves = seqs.map((seq) => eventLeafHash(organization, seq, hashes.get(seq) as LeafCommit));
-      const nodes = nodesOf(leaves);
-      for (const [size, root] of [...checkpoints].sort((a, b) => a[0] - b[0])) {
-        if (size > last) continue;
-        const ok = toBase64(await rootHash(nodes, size)) === root;
-        record(ok, ok ? `the events 1–${size} reproduce the signed checkpoint of size ${size}` : `the events 1–${size} do not reproduce the signed checkpoint of size ${size}: not the log's leaves`);
-        if (ok) verifiedSize = size;
-      }
-      if (verifiedSize === 0) record(false, 'no delivered checkpoint is covered by the delivered events');
-      else if (verifiedSize < last) verdicts.push({ ok: true, check: `events ${verifiedSize + 1}–${last} are hashed and in order; the checkpoints delivered with them reach further than the delivery so far` });
+    } else if (missing.length === 0 && [...edited].every((seq) => hashes.has(seq))) {
+      // An edited event's leaf is unknown (unless a good copy came too): no root can be recomputed over
+      // it, and its failure is recorded already.
+      const roots = await checkRoots(organization, hashes, last, checkpoints, record);
+      verifiedSize = roots.verified;
+      if (roots.held && verifiedSize < last) verdicts.push({ ok: true, check: `events ${verifiedSize + 1}–${last} are hashed and in order; the checkpoints delivered with them reach further than the delivery so far` });
     }
   }
-  if (required > 0) record(verifiedSize >= required, verifiedSize >= required ? `the delivery reaches the given checkpoint of size ${required}` : `the delivery stops before the given checkpoint of size ${required} (verified up to ${verifiedSize}): events are missing from its end`);
+  // Reaching the given checkpoint is about what was delivered: a gap or an edit inside the delivery is
+  // reported above as what it is, never as events missing from the end.
+  if (required > 0) {
+    const reached = last ?? 0;
+    const gone = reached + 1 === required ? `event ${required} is` : `events ${reached + 1}–${required} are`;
+    record(reached >= required, reached >= required
+      ? `the delivery reaches the given checkpoint of size ${required}`
+      : `the delivery stops before the given checkpoint of size ${required} (delivered up to sequence number ${reached}): ${gone} missing from its end`);
+  }
   return { ok: failures.length === 0, organization, events: seqs.length, repeats, first_seq: first, last_seq: last, verified_size: verifiedSize, failures, verdicts };
+}
+
+/**
+ * Recomputes the root of every delivered checkpoint that the events 1…`last` reach, and answers the
+ * largest one reproduced and whether all of them were. A leaf changed at sequence number s changes the root of every size ≥ s and of
+ * none below, so the first checkpoint that fails and the last one before it that holds pin the changed
+ * event between them: one failure names it, instead of one per checkpoint.
+ */
+async function checkRoots(organization: string, hashes: ReadonlyMap<number, LeafCommit>, last: number, checkpoints: ReadonlyMap<number, string>, record: (ok: boolean, check: string) => boolean): Promise<{ verified: number; held: boolean }> {
+  const nodes = nodesOf(Array.from({ length: last }, (_, i) => eventLeafHash(organization, i + 1, hashes.get(i + 1) as LeafCommit)));
+  const reached = [...checkpoints].filter(([size]) => size <= last).sort((a, b) => a[0] - b[0]);
+  if (reached.length === 0) {
+    record(false, 'no delivered checkpoint is covered by the delivered events');
+    return { verified: 0, held: false };
+  }
+  let verified = 0;
+  const failed: number[] = [];
+  for (const [size, root] of reached) {
+    if (toBase64(await rootHash(nodes, size)) !== root) failed.push(size);
+    else {
+      record(true, `the events 1–${size} reproduce the signed checkpoint of size ${size}`);
+      verified = size;
+    }
+  }
+  const firstFailed = failed[0];
+  if (firstFailed !== undefined) {
+    // Every checkpoint smaller than the first that fails holds: the largest of them bounds the changed leaf from below.
+    const held = reached.filter(([size]) => size < firstFailed).at(-1)?.[0] ?? 0;
+    record(false, editedLeafMessage(held, firstFailed, failed.length - 1));
+  }
+  return { verified, held: firstFailed === undefined };
+}
+
+/** A leaf changed after the checkpoint of size `held` (0: none) and at or before the one of size `failed`, which `later` more fail with. */
+function editedLeafMessage(held: number, failed: number, later: number): string {
+  const which = held + 1 === failed ? `the event at sequence number ${failed}` : `an event at sequence numbers ${held + 1}–${failed}`;
+  const holds = held > 0 ? `${upTo(held, 'reproduces', 'reproduce')} the signed checkpoint of size ${held}; ` : '';
+  return `${which} was edited: it does not match its signed leaf (${holds}${upTo(failed, 'does not reproduce', 'do not reproduce')} the signed checkpoint of size ${failed}${later ? `, nor ${later} later one(s)` : ''})`;
+}
+
+/** "the event 1 reproduces", "the events 1–4 reproduce". */
+function upTo(size: number, one: string, many: string): string {
+  return size === 1 ? `the event 1 ${one}` : `the events 1–${size} ${many}`;
 }

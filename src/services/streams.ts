@@ -85,15 +85,15 @@ export class StreamService {
     return { deleted: true };
   }
 
-  /** Sends one test item (not an event of the log) to the destination now, and says what it answered. */
+  /** Sends one test item (not an event of the log) to the destination now, and says what it answered: its HTTP status whenever it answered, 2xx included. */
   async test(principal: Principal, id: string): Promise<TStreamTestResult> {
     const doc = await this.store.forTenant(principal.tenant).get(id);
     if (!doc) throw notFound();
     const now = this.clock.now();
     const item = { test: true, stream_id: doc._id, message: 'Audit Ledger test delivery: not an event of the log', sent_at: now.toISOString() };
     try {
-      await this.deliverer.send(this.deliverer.destination(doc), { streamId: doc._id, tenant: doc.tenant, first: 0, last: 0, items: [JSON.stringify(item)], times: [now.getTime()], receivedAt: now, checkpoint: null });
-      return { ok: true, status: null, error: null };
+      const status = await this.deliverer.send(this.deliverer.destination(doc), { streamId: doc._id, tenant: doc.tenant, first: 0, last: 0, items: [JSON.stringify(item)], times: [now.getTime()], receivedAt: now, checkpoint: null });
+      return { ok: true, status, error: null };
     } catch (error) {
       const failure = error instanceof DeliveryError ? error : new DeliveryError(error instanceof Error ? error.message : String(error));
       return { ok: false, status: failure.status, error: failure.message };

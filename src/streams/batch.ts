@@ -24,7 +24,8 @@ export interface BatchLimits {
 /** Where a stream's batches go: one request per batch, rejecting with a DeliveryError unless acknowledged. */
 export interface Destination {
   readonly limits: BatchLimits;
-  send(batch: DeliveryBatch): Promise<void>;
+  /** Resolves with the HTTP status that acknowledged the batch (a test delivery reports it); null when the client does not say. */
+  send(batch: DeliveryBatch): Promise<number | null>;
 }
 
 /** The batch's checkpoint as the deliveries carry it: its size and the signed note's text. */

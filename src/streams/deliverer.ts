@@ -212,10 +212,11 @@ export class StreamDeliverer {
     return destinationOf(this.http, { ...doc.destination, ...secrets } as TStreamDestinationInput, secrets.signing_secret);
   }
 
-  async send(destination: Destination, batch: DeliveryBatch): Promise<void> {
+  /** Sends one batch in its turn; resolves with the status that acknowledged it (Destination.send). */
+  async send(destination: Destination, batch: DeliveryBatch): Promise<number | null> {
     await this.slots.take(batch.tenant);
     try {
-      await destination.send(batch);
+      return await destination.send(batch);
     } finally {
       this.slots.give(batch.tenant);
     }
@@ -280,9 +281,22 @@ class StreamRun {
     let progress = await this.load();
     let failures = 0;
     let pending: DeliveryBatch | null = null;
+    /** The organization's removal mark, read before the events of `pending` were (EventSource.removals). */
+    let mark: string | null | undefined;
     while (!this.stopped) {
       try {
+        // Null is a mark too (no removal yet): only the first round reads it here.
+        if (mark === undefined) mark = await this.owner.events.removals(doc.tenant);
         pending ??= await this.nextBatch(progress, destination);
+        if (pending) {
+          // Events removed since the batch was read are never sent (a retry's included): it is read again.
+          const now = await this.owner.events.removals(doc.tenant);
+          if (now !== mark) {
+            mark = now;
+            pending = null;
+            continue;
+          }
+        }
       } catch (error) {
         this.log.warn({ error: String(error) }, 'could not read the stream\'s next events; retrying');
         await this.sleep(this.options.pollMs);

@@ -18,7 +18,7 @@ export class DatadogDestination implements Destination {
     private readonly apiKey: string,
   ) {}
 
-  async send(batch: DeliveryBatch): Promise<void> {
+  async send(batch: DeliveryBatch): Promise<number> {
     const entry = (message: string, ddsource: string) => ({
       ddsource,
       ddtags: [`audit_ledger_org:${batch.tenant}`, this.config.tags].filter(Boolean).join(','),
@@ -30,6 +30,6 @@ export class DatadogDestination implements Destination {
     const checkpoint = checkpointRecord(batch);
     if (checkpoint) entries.push(entry(JSON.stringify(checkpoint), 'audit-ledger-checkpoint'));
     const url = `${this.config.url.replace(/\/+$/, '')}/api/v2/logs`;
-    await this.http.request('POST', url, { 'dd-api-key': this.apiKey, 'content-type': 'application/json' }, Buffer.from(JSON.stringify(entries)));
+    return (await this.http.request('POST', url, { 'dd-api-key': this.apiKey, 'content-type': 'application/json' }, Buffer.from(JSON.stringify(entries)))).status;
   }
 }

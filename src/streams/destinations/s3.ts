@@ -53,19 +53,20 @@ export class S3Destination implements Destination {
     });
   }
 
-  async send(batch: DeliveryBatch): Promise<void> {
+  async send(batch: DeliveryBatch): Promise<number | null> {
     const lines = [...batch.items];
     const checkpoint = checkpointRecord(batch);
     if (checkpoint) lines.push(JSON.stringify(checkpoint));
     const body = gzipSync(`${lines.join('\n')}\n`);
     try {
-      await this.client.send(new PutObjectCommand({
+      const written = await this.client.send(new PutObjectCommand({
         Bucket: this.config.bucket,
         Key: objectKey(this.config.prefix ?? '', batch),
         Body: body,
         ContentType: 'application/x-ndjson',
         ContentEncoding: 'gzip',
       }));
+      return written.$metadata.httpStatusCode ?? null;
     } catch (error) {
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? null;
       if (status) throw new DeliveryError(`S3 ${status}: ${error instanceof Error ? error.message : String(error)}`, status);

@@ -17,7 +17,7 @@ export class SplunkDestination implements Destination {
     private readonly token: string,
   ) {}
 
-  async send(batch: DeliveryBatch): Promise<void> {
+  async send(batch: DeliveryBatch): Promise<number> {
     // The event goes in as the JSON text it already is; the envelope's fields around it.
     const envelope = (event: string, sourcetype: string, time: number) => {
       const fields = JSON.stringify({ time, host: 'audit-ledger', source: `audit-ledger:${batch.tenant}`, sourcetype, ...(this.config.index && { index: this.config.index }) });
@@ -27,6 +27,6 @@ export class SplunkDestination implements Destination {
     const checkpoint = checkpointRecord(batch);
     if (checkpoint) lines.push(envelope(JSON.stringify(checkpoint), 'audit_ledger:checkpoint', Date.now() / 1000));
     const url = `${this.config.url.replace(/\/+$/, '')}/services/collector/event`;
-    await this.http.request('POST', url, { authorization: `Splunk ${this.token}`, 'content-type': 'application/json' }, Buffer.from(lines.join('\n')));
+    return (await this.http.request('POST', url, { authorization: `Splunk ${this.token}`, 'content-type': 'application/json' }, Buffer.from(lines.join('\n')))).status;
   }
 }

@@ -29,7 +29,7 @@ export class WebhookDestination implements Destination {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async send(batch: DeliveryBatch): Promise<void> {
+  async send(batch: DeliveryBatch): Promise<number> {
     const body = Buffer.from(`[${batch.items.join(',')}]`);
     const id = batch.first === 0 ? `msg_${batch.streamId}_test_${randomBytes(6).toString('hex')}` : `msg_${batch.streamId}_${batch.first}_${batch.last}`;
     const timestamp = Math.floor(this.now().getTime() / 1000);
@@ -42,6 +42,6 @@ export class WebhookDestination implements Destination {
       'audit-ledger-sequence': `${batch.first}-${batch.last}`,
     };
     if (batch.checkpoint) headers['audit-ledger-checkpoint'] = Buffer.from(batch.checkpoint.note).toString('base64');
-    await this.http.request('POST', this.url, headers, body);
+    return (await this.http.request('POST', this.url, headers, body)).status;
   }
 }
