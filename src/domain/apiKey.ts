@@ -10,14 +10,21 @@ export const API_KEY_PREFIX = 'alk_';
 /**
  * What an API key may do: `events:write` (create events, single or batch), `events:read` (get, list,
  * export; and manage the organization's log streams, which export its events), `ledger:read`
- * (checkpoints, proofs, tiles). A key made before scopes existed has all three.
+ * (checkpoints, proofs, tiles), `retention:manage` (the retention policy, legal holds and erasure under
+ * /v1/retention: only an owner can grant it, domain/roles.ts `canGrant`).
  */
-export const SCOPES = ['events:write', 'events:read', 'ledger:read'] as const;
+export const SCOPES = ['events:write', 'events:read', 'ledger:read', 'retention:manage'] as const;
 export type Scope = (typeof SCOPES)[number];
 
-/** A key's scopes: those it was made with, or all of them for a key made before scopes existed. */
+/**
+ * What a key gets when none are chosen, and what a key made before scopes existed has: the first three.
+ * Never `retention:manage`: a power to remove events is granted by an owner's explicit choice only.
+ */
+export const DEFAULT_SCOPES = ['events:write', 'events:read', 'ledger:read'] as const satisfies readonly Scope[];
+
+/** A key's scopes: those it was made with, or the default three for a key made before scopes existed. */
 export function scopesOf(doc: { scopes?: readonly Scope[] | undefined }): readonly Scope[] {
-  return doc.scopes ?? SCOPES;
+  return doc.scopes ?? DEFAULT_SCOPES;
 }
 const KEY_PATTERN = /^alk_[A-Za-z0-9_-]{43}$/;
 

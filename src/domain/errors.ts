@@ -71,9 +71,6 @@ export const DASHBOARD_ONLY_CODES: readonly ErrorCode[] = [
   'INVITATION_USED',
   'ALREADY_MEMBER',
   'LAST_OWNER',
-  'LEGAL_HOLD',
-  'RETENTION_BUSY',
-  'HOLD_NOT_FOUND',
 ];
 
 /** The spec's fixed texts (interface.md §7); clients match on them, so they live in one place. */

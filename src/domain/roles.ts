@@ -4,6 +4,7 @@
  * database holds it at that request, and the role matrix test and the README's table are read from here.
  */
 import { z } from 'zod';
+import type { Scope } from './apiKey';
 import { ZEmail } from './email';
 
 /** Strongest first: the order the dashboard lists them in. */
@@ -42,6 +43,18 @@ export const PERMISSIONS = Object.keys(ROLE_PERMISSIONS) as Permission[];
 
 export function can(role: Role, permission: Permission): boolean {
   return (ROLE_PERMISSIONS[permission] as readonly Role[]).includes(role);
+}
+
+/**
+ * Scopes a member may give an API key only when their role has the same power: `retention:manage`
+ * removes events for good, so it is for those who may manage retention themselves (owners).
+ */
+const SCOPE_PERMISSIONS: Partial<Record<Scope, Permission>> = { 'retention:manage': 'retention:manage' };
+
+/** Whether a member with `role` may create a key with `scope`. */
+export function canGrant(role: Role, scope: Scope): boolean {
+  const needed = SCOPE_PERMISSIONS[scope];
+  return needed === undefined || can(role, needed);
 }
 
 /** Whether `actor` may give, change or take away the role `target` (owners are managed by owners only). */

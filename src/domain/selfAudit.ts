@@ -19,11 +19,11 @@ export const SELF_AUDIT_ACTIONS = {
   'audit_ledger.organization.created': 'The organization was created with the admin CLI (metadata: plan, monthly_cap)',
   'audit_ledger.export.run': 'An export was run (metadata: format, filters, tree size; by API key, member or viewer token)',
   'audit_ledger.signin.failed': 'A sign-in with a member\'s email failed (metadata: client address)',
-  'audit_ledger.retention.policy_changed': 'An owner changed the retention policy (metadata: days, previous_days, effective_at, notice_days)',
+  'audit_ledger.retention.policy_changed': 'An owner, or a key with retention:manage, changed the retention policy (metadata: days, previous_days, effective_at, notice_days)',
   'audit_ledger.retention.pruned': 'The prune job removed events older than the policy allows (metadata: ranges, count, cutoff, policy_days, held)',
-  'audit_ledger.retention.erased': 'An owner erased events on request (metadata: ranges, count, reason code, held)',
-  'audit_ledger.retention.hold_placed': 'An owner placed a legal hold (metadata: hold_id, filter, reason)',
-  'audit_ledger.retention.hold_released': 'An owner released a legal hold (metadata: hold_id)',
+  'audit_ledger.retention.erased': 'An owner, or a key with retention:manage, erased events on request (metadata: ranges, count, reason code, held)',
+  'audit_ledger.retention.hold_placed': 'An owner, or a key with retention:manage, placed a legal hold (metadata: hold_id, filter, reason)',
+  'audit_ledger.retention.hold_released': 'An owner, or a key with retention:manage, released a legal hold (metadata: hold_id)',
 } as const;
 
 export type SelfAuditAction = keyof typeof SELF_AUDIT_ACTIONS;
@@ -34,7 +34,8 @@ export const SELF_AUDIT_KEY_ID = 'audit_ledger';
 /** Who made a change, as the event's actor shows it (`metadata.actor_type` says which kind). */
 export type AuditActor =
   | { type: 'member'; accountId: string; email: string; role: string }
-  | { type: 'api_key'; keyId: string }
+  /** A key, with the scopes it held when it acted (written beside `actor_type`, as a member's `role` is). */
+  | { type: 'api_key'; keyId: string; scopes?: readonly string[] }
   | { type: 'operator' }
   | { type: 'viewer_token'; organizationId: string }
   /** The service's own scheduled work (the prune job). */

@@ -24,7 +24,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
   const doc = generateOpenApiDocument(appRouter, {
     title: 'Audit Ledger API',
     version: API_VERSION,
-    description: 'Record, read, list and export audit events. Every call needs `Authorization: Bearer <API key>`, of a key with the scope the operation names (`events:write`, `events:read`, `ledger:read`; 403 INSUFFICIENT_SCOPE otherwise).',
+    description: 'Record, read, list and export audit events. Every call needs `Authorization: Bearer <API key>`, of a key with the scope the operation names (`events:write`, `events:read`, `ledger:read`, `retention:manage`; 403 INSUFFICIENT_SCOPE otherwise).',
     baseUrl: REST_PREFIX,
     securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'An API key: alk_ followed by 43 characters' } },
     defs: { Error: ZApiErrorBody },

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
 import { text } from '../domain/text';
-import { type Scope, SCOPES } from '../domain/apiKey';
+import { DEFAULT_SCOPES, type Scope, SCOPES } from '../domain/apiKey';
+import { canGrant } from '../domain/roles';
 import type { Clock } from '../domain/time';
 import { apiKeyView, type ApiKeyRepository, type ApiKeyView } from '../db/apiKeyRepository';
 import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
@@ -11,7 +12,7 @@ import { actorOf, type SelfAudit } from './selfAudit';
 export const ZApiKeyName = text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
 export const ZCreateApiKeyInput = z.strictObject({
   name: ZApiKeyName,
-  /** What the key may do; all three when absent. */
+  /** What the key may do; absent: DEFAULT_SCOPES (never `retention:manage`, which only an owner grants). */
   scopes: z.array(z.enum(SCOPES)).min(1, 'Choose at least one scope').optional(),
 });
 export const ZRevokeApiKeyInput = z.strictObject({ id: text().min(1).max(100) });
@@ -24,8 +25,10 @@ export class ApiKeyService {
     private readonly clock: Clock,
   ) {}
 
-  /** Creates a key; the answer is the only place its value ever appears. */
-  async create(principal: SessionPrincipal, name: string, scopes: readonly Scope[] = SCOPES): Promise<{ key: string; apiKey: ApiKeyView }> {
+  /** Creates a key; the answer is the only place its value ever appears. A member grants only the scopes their role may (`canGrant`). */
+  async create(principal: SessionPrincipal, name: string, scopes: readonly Scope[] = DEFAULT_SCOPES): Promise<{ key: string; apiKey: ApiKeyView }> {
+    const refused = scopes.find((scope) => !canGrant(principal.role, scope));
+    if (refused) throw new AppError('INSUFFICIENT_ROLE', `Your role (${principal.role}) does not allow you to grant the scope ${refused}`);
     const { doc, key } = await this.keys.forOrg(principal.tenant).create(name, this.clock.now(), scopes);
     await this.audit.record(principal.tenant, actorOf(principal), 'audit_ledger.key.created', { type: 'api_key', id: doc.key_id, name }, { scopes: [...scopes] });
     return { key, apiKey: apiKeyView(doc) };

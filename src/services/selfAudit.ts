@@ -11,6 +11,7 @@ import type { TEventFilters } from '../domain/event';
 import type { Logger } from 'pino';
 import type { AuditOutbox } from '../db/auditOutbox';
 import type { EventDoc } from '../db/documents';
+import { isRetentionAction } from '../domain/retention';
 import { type AuditActor, type AuditResource, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 import type { Clock } from '../domain/time';
 import type { Ingest } from '../ingest/ingest';
@@ -41,10 +42,12 @@ export class SelfAudit {
       resource_type: resource.type,
       resource_id: resource.id,
       resource_name: resource.name ?? null,
-      metadata: JSON.stringify({ actor_type: actor.type, ...(actor.type === 'member' ? { role: actor.role } : {}), ...metadata }),
+      metadata: JSON.stringify({ actor_type: actor.type, ...(actor.type === 'member' ? { role: actor.role } : {}), ...(actor.type === 'api_key' && actor.scopes ? { scopes: [...actor.scopes] } : {}), ...metadata }),
       organization_id: tenant,
     };
-    const keyId = actor.type === 'api_key' ? actor.keyId : SELF_AUDIT_KEY_ID;
+    // A retention entry is an authority for removals, and verifiers take only the service's own as one
+    // (domain/retention.ts): made with a key, it keeps `audit_ledger` and names the key as its actor.
+    const keyId = actor.type === 'api_key' && !isRetentionAction(action) ? actor.keyId : SELF_AUDIT_KEY_ID;
     const stamp = given ? { ids: [given.id], receivedAt: now, apiKeyId: keyId } : freshStamp(1, now, keyId);
     const [doc] = await this.ingest.writeOwn(draftsOf(tenant, [content], stamp));
     return doc as EventDoc;
@@ -87,7 +90,7 @@ export class SelfAudit {
 /** The actor of a request's principal. */
 export function actorOf(principal: Principal): AuditActor {
   switch (principal.kind) {
-    case 'apiKey': return { type: 'api_key', keyId: principal.keyId };
+    case 'apiKey': return { type: 'api_key', keyId: principal.keyId, scopes: principal.scopes };
     case 'session': return { type: 'member', accountId: principal.accountId, email: principal.email, role: principal.role };
     case 'viewer': return { type: 'viewer_token', organizationId: principal.organizationId };
   }

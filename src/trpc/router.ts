@@ -9,6 +9,7 @@ import { router } from './init';
 import { eventProof, ledgerCheckpoint, ledgerConsistency, ledgerKey } from './ledger/procedures';
 import { mintViewerToken, viewerRouter } from './viewer/procedures';
 import { createStream, deleteStream, getStream, listStreams, pauseStream, resumeStream, testStream } from './streams/procedures';
+import { eraseEvents, listHolds, placeHold, releaseHold, retentionPolicy, setRetentionPolicy } from './retention/procedures';
 
 export const appRouter = router({
   events: router({
@@ -34,6 +35,12 @@ export const appRouter = router({
     delete: deleteStream,
   }),
   viewerTokens: router({ create: mintViewerToken }),
+  retention: router({
+    get: retentionPolicy,
+    setPolicy: setRetentionPolicy,
+    holds: router({ list: listHolds, place: placeHold, release: releaseHold }),
+    erase: eraseEvents,
+  }),
   account: accountRouter,
   dashboard: dashboardRouter,
   viewer: viewerRouter,

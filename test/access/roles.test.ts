@@ -117,8 +117,10 @@ test('admins manage admins, auditors and viewers but not owners; owners manage e
   await expect(members.admin.client.dashboard.members.changeRole.mutate({ account_id: idOf('viewer'), role: 'auditor' })).resolves.toMatchObject({ role: 'auditor' });
   // The change applies at the member's next request: an auditor may read proofs' consistency, a viewer not.
   expect((await members.viewer.client.account.me.query())?.role).toBe('auditor');
-  // Admins create keys; revoking is for owners.
+  // Admins create keys, but only owners give one retention:manage (domain/roles.ts `canGrant`); revoking is for owners.
   const created = await members.admin.client.dashboard.keys.create.mutate({ name: 'by admin' });
+  expect(await failure(members.admin.client.dashboard.keys.create.mutate({ name: 'dsr', scopes: ['retention:manage'] }))).toEqual({ status: 403, code: 'INSUFFICIENT_ROLE', message: 'Your role (admin) does not allow you to grant the scope retention:manage' });
+  await expect(members.owner.client.dashboard.keys.create.mutate({ name: 'dsr', scopes: ['retention:manage'] })).resolves.toMatchObject({ apiKey: { scopes: ['retention:manage'] } });
   expect(await failure(members.admin.client.dashboard.keys.revoke.mutate({ id: created.apiKey.id }))).toMatchObject({ status: 403, code: 'INSUFFICIENT_ROLE' });
   await expect(members.owner.client.dashboard.keys.revoke.mutate({ id: created.apiKey.id })).resolves.toMatchObject({ status: 'revoked' });
 });

@@ -1,10 +1,10 @@
 /**
  * Scoped API keys: every /v1 operation (from the table the server itself enforces, REST_OPERATIONS, and
  * the two streaming routes and the tiles API) answers 403 INSUFFICIENT_SCOPE, naming the missing scope,
- * to a key without its scope, and serves a key with it; keys made before scopes existed keep all three;
- * an export with proofs works with a read-only key.
+ * to a key without its scope, and serves a key with it; keys made before scopes existed keep the three
+ * there were then (never `retention:manage`); an export with proofs works with a read-only key.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCOPES, type Scope } from '../../src/domain/apiKey';
@@ -30,11 +30,27 @@ const BODIES: Record<string, unknown> = {
   '/events': { actor: { id: 'a' }, action: 'x.created', resource: { type: 't', id: '1' } },
   '/events/batch': { events: [{ actor: { id: 'a' }, action: 'x.created', resource: { type: 't', id: '1' } }] },
   '/streams': { name: 's', destination: { type: 'webhook', url: 'http://127.0.0.1:9/' } },
+  '/retention/policy': { days: null },
+  '/retention/holds': { filter: { actor_id: 'nobody' }, reason: 'scopes matrix' },
+  '/retention/erasures': { actor_id: 'nobody', reason: 'data_subject_request' },
 };
 
 test('every operation names a scope, and each scope is one the keys can have', () => {
   expect(REST_OPERATIONS.length).toBeGreaterThan(10);
   for (const op of REST_OPERATIONS) expect({ op: `${op.method} ${op.path}`, scope: SCOPES.includes(op.scope as Scope) }).toEqual({ op: `${op.method} ${op.path}`, scope: true });
+});
+
+test('the scopes tables (docs/api.md, the README) list every scope, in SCOPES order', () => {
+  /** The first cells of the table whose header row starts with `header`. */
+  const firstCells = (file: string, header: string) => {
+    const lines = readFileSync(join(__dirname, '..', '..', file), 'utf8').split('\n');
+    const start = lines.findIndex((line) => line.startsWith(header));
+    const rows: string[] = [];
+    for (let i = start + 2; start >= 0 && lines[i]?.startsWith('|'); i++) rows.push((lines[i] as string).split('|')[1]?.trim().replaceAll('`', '') ?? '');
+    return rows;
+  };
+  expect(firstCells('docs/api.md', '| scope | operations |')).toEqual([...SCOPES]);
+  expect(firstCells('README.md', '| scope | opens | given by |')).toEqual([...SCOPES]);
 });
 
 test('scopes × routes: 403 naming the missing scope without it, served with it', async () => {
@@ -60,12 +76,13 @@ test('scopes × routes: 403 naming the missing scope without it, served with it'
   }
 });
 
-test('a key made before scopes existed keeps all three; key create --scopes makes a read-only key that exports with proofs', async () => {
+test('a key made before scopes existed keeps the three it had (not retention:manage); key create --scopes makes a read-only key that exports with proofs', async () => {
   const org = await app.org();
   await createEvent(app.url, org.key);
   await app.collections.apiKeys.updateOne({ key_id: org.keyId }, { $unset: { scopes: '' } });
   expect((await call(`${app.url}/v1/events`, { key: org.key, body: BODIES['/events'] })).status).toBe(201);
   expect((await call(`${app.url}/v1/ledger/key`, { key: org.key })).status).toBe(200);
+  expect((await call(`${app.url}/v1/retention`, { key: org.key })).body).toEqual({ code: 'INSUFFICIENT_SCOPE', message: 'This API key lacks the scope retention:manage' });
 
   const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
   const created = await runCli(['key', 'create', '--org', org.id, '--name', 'auditor', '--scopes', 'events:read,ledger:read', '--json'], env);

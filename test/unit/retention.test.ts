@@ -83,4 +83,19 @@ describe('checkRetention', () => {
     expect([1, 2, 3, 4, 6, 7].map((s) => check.authority(s))).toEqual([null, null, null, null, null, null]);
     expect(check.authority(5)).toEqual({ kind: 'erased', by: 106 });
   });
+
+  test('an erasure made with an API key is an authority when the key held retention:manage (which only an owner grants)', () => {
+    seq = 100;
+    const byKey = (scopes: unknown) => ({ actor_type: 'api_key', role: undefined, scopes, reason: 'data_subject_request', held: 0 });
+    const check = checkRetention([
+      entry(RETENTION_ACTIONS.erased, 1, { ...byKey(['events:read', 'retention:manage']), ranges: '1-2', count: 2 }),
+      entry(RETENTION_ACTIONS.erased, 2, { ...byKey(['events:write', 'events:read', 'ledger:read']), ranges: '3', count: 1 }),
+      entry(RETENTION_ACTIONS.erased, 3, { ...byKey(undefined), ranges: '4', count: 1 }),
+    ]);
+    expect(check.problems).toEqual([
+      expect.stringContaining('at sequence number 102 (audit_ledger.retention.erased): not made by an owner, nor with an API key holding retention:manage'),
+      expect.stringContaining('at sequence number 103 (audit_ledger.retention.erased): not made by an owner, nor with an API key holding retention:manage'),
+    ]);
+    expect([1, 2, 3, 4].map((s) => check.authority(s))).toEqual([{ kind: 'erased', by: 101 }, { kind: 'erased', by: 101 }, null, null]);
+  });
 });

@@ -3,7 +3,7 @@
  * Changes to an organization are left in the self-audit outbox, which a running instance writes into
  * the organization's log (services/selfAudit.ts).
  */
-import { type Scope, SCOPES } from '../../domain/apiKey';
+import { DEFAULT_SCOPES, type Scope, SCOPES } from '../../domain/apiKey';
 import { loadConfig } from '../../config/env';
 import { apiKeyView } from '../../db/apiKeyRepository';
 import { parseVerifierKey } from '../../domain/ledger/note';
@@ -30,12 +30,16 @@ function parseCap(value: string | undefined): number | null {
   return Number(value);
 }
 
-/** `--scopes a,b`: each one of SCOPES; absent, all of them. */
+/**
+ * `--scopes a,b`: each one of DEFAULT_SCOPES; absent, all three. `retention:manage` is refused: only an
+ * owner grants it (domain/roles.ts `canGrant`), and the operator is no member of the organization.
+ */
 function parseScopes(given: string | undefined): Scope[] {
-  if (given === undefined) return [...SCOPES];
+  if (given === undefined) return [...DEFAULT_SCOPES];
   const scopes = given.split(',').map((s) => s.trim()).filter(Boolean);
+  if (scopes.includes('retention:manage')) throw new UsageError('--scopes: retention:manage is granted by an owner only; an owner creates such a key in the dashboard (API keys)');
   const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (unknown.length || scopes.length === 0) throw new UsageError(`--scopes takes a comma-separated list of ${SCOPES.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`);
+  if (unknown.length || scopes.length === 0) throw new UsageError(`--scopes takes a comma-separated list of ${DEFAULT_SCOPES.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`);
   return scopes as Scope[];
 }
 
@@ -71,7 +75,7 @@ export const adminCommands: Command[] = [
     words: 'key create',
     summary: 'create an API key (shown once: store it now)',
     synopsis: '--org ORG_ID --name NAME [--scopes events:write,events:read,ledger:read]',
-    details: 'Without --scopes the key has all three. A read-only key for an auditor: --scopes events:read,ledger:read.',
+    details: 'Without --scopes the key has all three. A read-only key for an auditor: --scopes events:read,ledger:read. retention:manage is given by an owner, in the dashboard, only.',
     options: { org: str, name: str, scopes: str },
     async run(values) {
       const orgId = need(values, 'org');

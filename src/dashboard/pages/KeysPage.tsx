@@ -5,23 +5,29 @@ import { ShownOnce } from '../components/ShownOnce';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatRelative } from '../lib/format';
 import { KEYS_QUERY_KEY, useApiKeys } from '../lib/queries';
-import { useCan } from '../lib/session';
+import { canGrant } from '../../domain/roles';
+import { useCan, useMe } from '../lib/session';
 import { errorMessage, trpc } from '../lib/trpc';
 
 type KeyView = Awaited<ReturnType<typeof trpc.dashboard.keys.list.query>>[number];
 type Scope = KeyView['scopes'][number];
 /** The scopes a key can have (src/domain/apiKey.ts), in the order the API lists them. */
-const ALL_SCOPES: readonly Scope[] = ['events:write', 'events:read', 'ledger:read'];
+const ALL_SCOPES: readonly Scope[] = ['events:write', 'events:read', 'ledger:read', 'retention:manage'];
+/** What a new key starts with (DEFAULT_SCOPES): `retention:manage` is ticked by an owner's choice only. */
+const DEFAULT_SCOPES: readonly Scope[] = ['events:write', 'events:read', 'ledger:read'];
 
 export function KeysPage() {
   const queryClient = useQueryClient();
   const keys = useApiKeys();
   const [name, setName] = useState('');
-  const [scopes, setScopes] = useState<Scope[]>([...ALL_SCOPES]);
+  const [scopes, setScopes] = useState<Scope[]>([...DEFAULT_SCOPES]);
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
   // Revoking is for owners (domain/roles.ts); admins create keys.
   const mayRevoke = useCan('keys:revoke');
+  // Only those who manage retention themselves (owners) may give a key that power (the server's own rule).
+  const role = useMe().data?.role;
+  const grantable = ALL_SCOPES.filter((scope) => role !== undefined && canGrant(role, scope));
 
   const create = useMutation({
     mutationFn: () => trpc.dashboard.keys.create.mutate({ name, scopes }),
@@ -55,7 +61,7 @@ export function KeysPage() {
           </label>
           <fieldset className="field scopes">
             <legend>Scopes</legend>
-            {ALL_SCOPES.map((scope) => (
+            {grantable.map((scope) => (
               <label key={scope} className="checkbox">
                 <input type="checkbox" checked={scopes.includes(scope)} onChange={(e) => setScopes(e.target.checked ? ALL_SCOPES.filter((s) => s === scope || scopes.includes(s)) : scopes.filter((s) => s !== scope))} />
                 <code>{scope}</code>

@@ -1,4 +1,7 @@
-/** The Retention page: the policy, legal holds, erasure; each change is an entry of the organization's log. */
+/**
+ * The Retention page: the policy, legal holds, erasure; each change is an entry of the organization's log.
+ * The same service answers /v1/retention for API keys with `retention:manage` (../retention/procedures.ts).
+ */
 import { ZEraseInput, ZEraseResult, ZHoldIdInput, ZPlaceHoldInput, ZRetentionView, ZSetPolicyInput } from '../../domain/retention';
 import { sessionProcedure } from '../init';
 
@@ -14,7 +17,7 @@ export const placeHold = sessionProcedure
   .meta({ permission: 'retention:manage' })
   .input(ZPlaceHoldInput)
   .output(ZRetentionView)
-  .mutation(({ ctx, input }) => ctx.services.retention.placeHold(ctx.principal, input.filter, input.reason));
+  .mutation(async ({ ctx, input }) => (await ctx.services.retention.placeHold(ctx.principal, input.filter, input.reason)).view);
 
 export const releaseHold = sessionProcedure
   .meta({ permission: 'retention:manage' })
