@@ -11,15 +11,22 @@
  * inserted twice, or where the event is still stored (a removal that stopped between keeping the leaf
  * and deleting the body, which a later prune or erasure finishes), loses on the unique indexes.
  */
-import type { Collections } from './database';
-import { toEvent, type LegacyKeptLeafDoc, type TombstoneDoc } from './documents';
+import type { Collection } from 'mongodb';
+import { type EventDoc, type LegacyKeptLeafDoc, type StoredEvent, toEvent, type TombstoneDoc } from './documents';
 import { DUPLICATE_KEY, isDuplicateKey } from './errors';
 import { checkRetention, logEntryOf, RETENTION_ACTIONS, type RetentionCheck } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 
 const BATCH = 1_000;
 
-export async function migrateKeptLeaves(c: Collections): Promise<number> {
+/** The collections it reads and writes (database.ts's `Collections`, which calls it at start-up). */
+interface Migrated {
+  events: Collection<EventDoc>;
+  eventSlots: Collection<StoredEvent>;
+  legacyKeptLeaves: Collection<LegacyKeptLeafDoc>;
+}
+
+export async function migrateKeptLeaves(c: Migrated): Promise<number> {
   const checks = new Map<string, RetentionCheck>();
   let batch: (LegacyKeptLeafDoc & { _id: unknown })[] = [];
   let migrated = 0;
@@ -51,7 +58,7 @@ export async function migrateKeptLeaves(c: Collections): Promise<number> {
 }
 
 /** What the organization's own retention entries authorize. */
-async function retentionOf(c: Collections, tenant: string): Promise<RetentionCheck> {
+async function retentionOf(c: Migrated, tenant: string): Promise<RetentionCheck> {
   const docs = await c.events.find({ tenant, action: { $in: Object.values(RETENTION_ACTIONS) }, api_key_id: SELF_AUDIT_KEY_ID }).toArray();
   docs.sort((a, b) => a.seq - b.seq);
   return checkRetention(docs.flatMap((doc) => logEntryOf(doc.seq, toEvent(doc)) ?? []));

@@ -70,6 +70,17 @@ export const ZMetadata = z
   })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
+/**
+ * The service's own records (self-audit, retention entries) have actions in this namespace; clients may
+ * not send them, so that no client event can be taken for one by a person reading the log. (Authority is
+ * decided by who stored an event, never by its action: domain/retention.ts, `isRetentionEntry`.)
+ */
+export const RESERVED_ACTION_PREFIX = 'audit_ledger.';
+
+export function isReservedAction(action: string): boolean {
+  return action.trim().toLowerCase().startsWith(RESERVED_ACTION_PREFIX);
+}
+
 /** A string parsed into a Date once, here: `parse` returns null for what it refuses, with `message`. */
 const parsedDate = (schema: z.ZodString, parse: (text: string) => Date | null, message: string) =>
   schema.transform((value, ctx) => {
@@ -96,7 +107,9 @@ export const ZCreateEventInput = z
         },
         required('an object'),
       ),
-      action: requiredId.meta({ description: 'What happened, in dot notation: invoice.created' }),
+      action: requiredId
+        .refine((action) => !isReservedAction(action), `must not start with "${RESERVED_ACTION_PREFIX}": that namespace is the service's own records`)
+        .meta({ description: `What happened, in dot notation: invoice.created. Actions starting with "${RESERVED_ACTION_PREFIX}" (any case) are the service's own and refused.` }),
       resource: z.strictObject(
         {
           type: requiredId,
