@@ -10,7 +10,8 @@ import { LIVE } from '../../src/db/documents';
 import { RETENTION_ACTIONS } from '../../src/domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../../src/domain/selfAudit';
 import { call, eventBody, eventually, sentEvents } from '../helpers/api';
-import { mongoUri, startTestApp, type TestApp, type TestOrg, uniqueDbName } from '../helpers/harness';
+import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg, uniqueDbName } from '../helpers/harness';
+import { runCli } from '../helpers/processes';
 import { webhookItems, webhookReceiver } from '../helpers/streamReceivers';
 import { uniqueEmail, WebSession } from '../helpers/webSession';
 
@@ -177,4 +178,35 @@ test('an erasure on one instance: the instance delivering a stream never sends t
   await eventually('the stream caught up past the erasure', () => Promise.resolve(sentEvents(webhookItems(receiver).map((item: { event: { action: string } }) => item.event)).length >= 2));
   expect(JSON.stringify(receiver.accepted.map((r) => r.body))).not.toContain('forget-me');
   await receiver.stop();
+}, 120_000);
+
+test('leaves kept apart by an earlier version become tombstones at start-up, and the log still audits clean', async () => {
+  let app = await instance();
+  const { owner, org } = await ownedOrg(app);
+  await batch(app, org, ['a', 'gone', 'b', 'gone', 'c']);
+  await owner.client.dashboard.retention.erase.mutate({ actor_id: 'gone', reason: 'data_subject_request' });
+  // The state an earlier version left: each removed event's leaf in `kept_leaves`, and nothing at its number.
+  const tombstones = await app.collections.eventSlots.find({ tenant: org.id, removed: { $exists: true } }).sort({ seq: 1 }).toArray();
+  expect(tombstones).toHaveLength(2);
+  for (const tombstone of tombstones) {
+    if (!('leaf' in tombstone)) throw new Error('not a tombstone');
+    await app.collections.legacyKeptLeaves.insertOne({ tenant: org.id, seq: tombstone.seq, v: tombstone.leaf_v, hash: tombstone.leaf });
+    await app.collections.eventSlots.deleteOne({ tenant: org.id, _id: tombstone._id });
+  }
+
+  await closed(app);
+  app = await instance();
+  const migrated = await app.collections.eventSlots.find({ tenant: org.id, removed: { $exists: true } }).sort({ seq: 1 }).toArray();
+  expect(migrated.map((doc) => ({ id: doc._id, seq: doc.seq, removed: 'removed' in doc ? doc.removed : null }))).toEqual(
+    tombstones.map((doc) => ({ id: `kept:${org.id}:${doc.seq}`, seq: doc.seq, removed: 'erased' })),
+  );
+  expect(migrated.map((doc) => ('removed_by' in doc ? doc.removed_by : null))).toEqual(tombstones.map((doc) => ('removed_by' in doc ? doc.removed_by : null)));
+  expect(await app.collections.legacyKeptLeaves.countDocuments({})).toBe(0);
+  const all = await slots(app, org);
+  expect([...all.keys()].sort((x, y) => x - y)).toEqual(Array.from({ length: all.size }, (_, i) => i + 1));
+
+  const audit = await runCli(['ledger', 'audit', '--org', org.id, '--verifier-key', TEST_LEDGER_SIGNER.text, '--json'], { MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
+  const report = (JSON.parse(audit.stdout) as { reports: { removed: { erased: number }; findings: unknown[] }[] }).reports[0];
+  expect(report).toMatchObject({ removed: { erased: 2 }, findings: [] });
+  expect(audit.code).toBe(0);
 }, 120_000);
