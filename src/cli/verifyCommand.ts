@@ -183,6 +183,10 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       if (by) removed[by.kind]++;
       else unexplained.push(index + 1);
     }
+    // An event that a valid entry removed has no place in the export: its removal did not finish, or it was put back.
+    const back = new Set<number>();
+    for (const { from, to } of authority.covered) for (let seq = from; seq <= Math.min(to, checkpoint.size); seq++) if (leaves.has(seq - 1)) back.add(seq);
+    if (back.size > 0) record(false, `removed yet present: the export holds the events at sequence numbers ${formatRanges([...back].sort((a, c) => a - c), ', ')}, which a valid prune or erasure entry of the log removed (an unfinished removal, or an event put back)`);
     const gone = removed.pruned + removed.erased;
     if (gone > 0) record(true, `${removed.pruned} events pruned under the retention policy and ${removed.erased} erased on request, each covered by a later retention entry of the log`);
     record(

@@ -135,6 +135,10 @@ export interface RetentionCheck {
   problems: string[];
   /** Why the event at `seq` may be missing (the covering entry), or null: missing without authority. */
   authority(seq: number): { kind: 'pruned' | 'erased'; by: number } | null;
+  /** The ranges valid entries removed, each with its entry: an event still present in one was not removed. */
+  covered: readonly { from: number; to: number; by: number; kind: 'pruned' | 'erased' }[];
+  /** Whether the valid entry at `by` covers `seq` as a removal of this kind (what a tombstone claims). */
+  removedBy(seq: number, by: number, kind: 'pruned' | 'erased'): boolean;
   /** Valid prune and erasure entries, and the events they cover. */
   pruned: number;
   erased: number;
@@ -288,10 +292,27 @@ export function checkRetention(entries: Iterable<LogEntry>): RetentionCheck {
     if (last && range.from <= last.to) last.to = Math.max(last.to, range.to);
     else merged.push({ ...range });
   }
+  // Each entry's own ranges, ascending (parseRanges): which entry a tombstone names is checked against them.
+  const byEntry = new Map<number, typeof covers>();
+  for (const range of covers) byEntry.set(range.by, [...(byEntry.get(range.by) ?? []), range]);
   return {
     problems,
     pruned,
     erased,
+    covered: covers,
+    removedBy(seq, by, kind) {
+      const ranges = byEntry.get(by) ?? [];
+      let lo = 0;
+      let hi = ranges.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const range = ranges[mid] as (typeof ranges)[number];
+        if (range.to < seq) lo = mid + 1;
+        else if (range.from > seq) hi = mid - 1;
+        else return range.kind === kind;
+      }
+      return false;
+    },
     authority(seq) {
       // Few entries, each with its ranges: a binary search over the sorted ranges.
       let lo = 0;

@@ -27,6 +27,11 @@ const MOVE_WINDOW = 256;
 const YIELD_EVERY = 500;
 /** A log without any checkpoint is reported once its first event is older than this (a new log gets its first within a round). */
 const UNANCHORED_GRACE_MS = 60_000;
+/**
+ * How long a removal may be under way: its entry is written first, its tombstones after (a prune or
+ * erasure holds its lease for at most 10 minutes). A covered event still stored after that is a finding.
+ */
+const REMOVAL_GRACE_MS = 10 * 60_000;
 
 export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored' | 'installation' | 'witness' | 'retention';
 
@@ -99,6 +104,13 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
   const foundElsewhere = new Set<number>();
   /** The log's retention entries, which may explain events that are gone (domain/retention.ts). */
   const retention: LogEntry[] = [];
+  /**
+   * Leaf index → the tombstone there, where it carries the signed leaf (its removal still needs an entry's
+   * authority); and which leaves hold their signed event (one bit each: a covered number whose event is
+   * still there is found once the entries are known, which come after the events they cover).
+   */
+  const tombstones = new Map<number, { kind: string; by: number | null }>();
+  const live = new Uint8Array(Math.ceil(size / 8));
   const missingUpTo = async (seq: number) => {
     for (; expected < seq; expected++) {
       if (expected > size) findings.push({ kind: 'gap', leaf_index: expected - 1, detail: `no event at sequence number ${expected}, after the newest checkpoint` });
@@ -129,7 +141,8 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     }
     if (leaf.equals(await signedLeaf(i))) {
       // A tombstone with the signed leaf: the event is gone, which only a retention entry may explain.
-      if (removed) differing.set(i, undefined);
+      if (removed) tombstones.set(i, { kind: doc.removed, by: doc.removed_by });
+      else live[i >> 3] = (live[i >> 3] as number) | (1 << (i & 7));
       continue;
     }
     differing.set(i, doc._id);
@@ -177,11 +190,35 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
   // A gone event is explained only by a later prune or erasure entry that the log's policy entries allow.
   const authority = checkRetention(retention);
   for (const problem of authority.problems) findings.push({ kind: 'retention', detail: problem });
+  // A removal leaves a tombstone: a signed number that holds nothing lost its event (or its tombstone)
+  // outside the service, whatever an entry says.
   for (const i of places) {
-    if (foundElsewhere.has(i) || editedAt.has(i)) continue;
-    const by = differing.get(i) === undefined ? authority.authority(i + 1) : null;
-    if (by) removed[by.kind]++;
-    else findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone, missing without authority (no valid prune or erasure entry covers it)` });
+    if (foundElsewhere.has(i) || editedAt.has(i) || differing.get(i) !== undefined) continue;
+    const by = authority.authority(i + 1);
+    findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone and its number holds no tombstone, ${by ? `though the ${by.kind === 'pruned' ? 'prune' : 'erasure'} entry at sequence number ${by.by} covers it: deleted outside the service` : 'missing without authority (no valid prune or erasure entry covers it)'}` });
+  }
+  for (const [i, tombstone] of tombstones) {
+    const by = authority.authority(i + 1);
+    if (!by) findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone, missing without authority (no valid prune or erasure entry covers it)` });
+    else {
+      // A prune run again after a crash covers a number twice: the tombstone names one of the entries.
+      if (tombstone.by === null || !authority.removedBy(i + 1, tombstone.by, tombstone.kind as 'pruned' | 'erased')) {
+        findings.push({ kind: 'retention', leaf_index: i, detail: `sequence number ${i + 1}: its tombstone says ${tombstone.kind} by the entry at ${tombstone.by ?? 'none'}, which does not remove it (the ${by.kind === 'pruned' ? 'prune' : 'erasure'} entry at sequence number ${by.by} does)` });
+      }
+      removed[by.kind]++;
+    }
+  }
+  // A number a valid entry removed whose event is stored: the removal did not finish, or it was put back.
+  const named = new Set<number>();
+  const recordedAt = new Map(retention.map((entry) => [entry.seq, Date.parse(entry.timestamp)]));
+  for (const { from, to, by, kind } of authority.covered) {
+    if (now.getTime() - (recordedAt.get(by) ?? 0) < REMOVAL_GRACE_MS) continue;
+    for (let seq = from; seq <= Math.min(to, size); seq++) {
+      const i = seq - 1;
+      if (((live[i >> 3] as number) & (1 << (i & 7))) === 0 || named.has(i)) continue;
+      named.add(i);
+      findings.push({ kind: 'retention', leaf_index: i, detail: `sequence number ${seq}: the ${kind === 'pruned' ? 'prune' : 'erasure'} entry at sequence number ${by} removed it, yet its event is stored there: the removal did not finish (a prune finishes at its next run; run the erasure again) or the event was put back` });
+    }
   }
   return report();
 }

@@ -212,10 +212,15 @@ export class StreamDeliverer {
     return destinationOf(this.http, { ...doc.destination, ...secrets } as TStreamDestinationInput, secrets.signing_secret);
   }
 
-  /** Sends one batch in its turn; resolves with the status that acknowledged it (Destination.send). */
-  async send(destination: Destination, batch: DeliveryBatch): Promise<number | null> {
+  /**
+   * Sends one batch in its turn; resolves with the status that acknowledged it (Destination.send). With
+   * `current`, asked once the turn has come (a turn may take a while): a batch it finds stale (events
+   * removed since it was read) is not sent, and null is answered.
+   */
+  async send(destination: Destination, batch: DeliveryBatch, current?: () => Promise<boolean>): Promise<number | null> {
     await this.slots.take(batch.tenant);
     try {
+      if (current && !(await current())) return null;
       return await destination.send(batch);
     } finally {
       this.slots.give(batch.tenant);
@@ -288,15 +293,6 @@ class StreamRun {
         // Null is a mark too (no removal yet): only the first round reads it here.
         if (mark === undefined) mark = await this.owner.events.removals(doc.tenant);
         pending ??= await this.nextBatch(progress, destination);
-        if (pending) {
-          // Events removed since the batch was read are never sent (a retry's included): it is read again.
-          const now = await this.owner.events.removals(doc.tenant);
-          if (now !== mark) {
-            mark = now;
-            pending = null;
-            continue;
-          }
-        }
       } catch (error) {
         this.log.warn({ error: String(error) }, 'could not read the stream\'s next events; retrying');
         await this.sleep(this.options.pollMs);
@@ -311,8 +307,17 @@ class StreamRun {
         await this.sleep(this.options.pollMs);
         continue;
       }
+      // Events removed since the batch was read are never sent (a retry's included): checked when its
+      // turn to send has come, it is read again if the organization's removal mark moved meanwhile.
+      const batch = { stale: false };
+      const current = async () => {
+        const now = await this.owner.events.removals(doc.tenant);
+        batch.stale = now !== mark;
+        mark = now;
+        return !batch.stale;
+      };
       try {
-        await this.owner.send(destination, pending);
+        await this.owner.send(destination, pending, current);
       } catch (error) {
         const failure = toDeliveryError(error);
         failures++;
@@ -320,6 +325,10 @@ class StreamRun {
         progress = await this.failed(progress, failure, failures);
         const backoff = backoffMs(failures, this.options.maxBackoffMs);
         await this.sleep(Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(this.options.maxBackoffMs, failure.retryAfterMs ?? 0)));
+        continue;
+      }
+      if (batch.stale) {
+        pending = null;
         continue;
       }
       failures = 0;

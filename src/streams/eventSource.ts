@@ -26,6 +26,8 @@ export class EventSource {
   private readonly reading = new Map<string, Promise<unknown>>();
   /** Each organization's removal mark as last read: its events in memory were read under it. */
   private readonly marks = new Map<string, string | null>();
+  /** Bumped whenever events in memory are dropped for a removal: a read begun before is not kept. */
+  private drops = 0;
 
   constructor(
     private readonly store: StreamStore,
@@ -85,8 +87,10 @@ export class EventSource {
       const start = from + out.length;
       // Another stream may have read them while this one waited.
       const found = this.cached(tenant, start, to);
+      const dropsBefore = this.drops;
       const rest = found.length === to - start + 1 ? [] : await this.store.eventsBetween(tenant, start + found.length, to);
-      this.add(rest);
+      // Not kept if a removal dropped the organization's events while it read: they may be removed ones.
+      if (this.drops === dropsBefore) this.add(rest);
       return [...found, ...rest];
     });
     this.reading.set(tenant, read);
@@ -117,9 +121,12 @@ export class EventSource {
    */
   async removals(tenant: string): Promise<string | null> {
     const mark = await this.store.removalMark(tenant);
-    if (this.marks.has(tenant) && this.marks.get(tenant) !== mark) {
+    // A mark never seen here says nothing of when the events held were read (the writer hands them over
+    // unasked): they are dropped too, once.
+    if (!this.marks.has(tenant) || this.marks.get(tenant) !== mark) {
       const prefix = `${tenant}\n`;
       for (const key of this.recent.keys()) if (key.startsWith(prefix)) this.recent.delete(key);
+      this.drops++;
     }
     if (this.marks.size >= this.capacity) this.marks.clear();
     this.marks.set(tenant, mark);
@@ -129,5 +136,6 @@ export class EventSource {
   /** Events removed under retention (pruned or erased here): never sent again from memory. */
   forget(tenant: string, seqs: readonly number[]): void {
     for (const seq of seqs) this.recent.delete(`${tenant}\n${seq}`);
+    this.drops++;
   }
 }

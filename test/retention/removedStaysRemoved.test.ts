@@ -178,6 +178,17 @@ test('an erasure on one instance: the instance delivering a stream never sends t
   await eventually('the stream caught up past the erasure', () => Promise.resolve(sentEvents(webhookItems(receiver).map((item: { event: { action: string } }) => item.event)).length >= 2));
   expect(JSON.stringify(receiver.accepted.map((r) => r.body))).not.toContain('forget-me');
   await receiver.stop();
+
+  // A stream created after the erasure, from the first event, on the instance that holds the events in
+  // memory (written there less than a minute ago, its first look at the organization's removal mark).
+  let secondSecret = '';
+  const second = await webhookReceiver(() => secondSecret).start();
+  const again = await call(`${delivering.url}/v1/streams`, { key: org.key, body: { name: 'after', destination: { type: 'webhook', url: second.url }, start_seq: 1 } });
+  expect(again.status).toBe(201);
+  secondSecret = again.body.signing_secret as string;
+  await eventually('the new stream delivered the kept events', () => Promise.resolve(sentEvents(webhookItems(second).map((item: { event: { action: string } }) => item.event)).length >= 2));
+  expect(JSON.stringify(second.accepted.map((r) => r.body))).not.toContain('forget-me');
+  await second.stop();
 }, 120_000);
 
 test('leaves kept apart by an earlier version become tombstones at start-up, and the log still audits clean', async () => {

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { eventCommitment, eventSha256 } from '../../src/domain/ledger/eventHash';
 import { hashInputOfEvent } from '../../src/domain/eventFields';
 import { DAY_MS, RETENTION_ACTIONS } from '../../src/domain/retention';
-import { LIVE } from '../../src/db/documents';
+import { LIVE, type TombstoneDoc } from '../../src/db/documents';
 import type { TEvent } from '../../src/domain/event';
 import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
@@ -222,6 +222,42 @@ test('erasure of an actor across many events: only theirs go, held ones stay, an
   await owner.client.dashboard.retention.releaseHold.mutate({ id: (view.holds.find((h) => Object.keys(h.filter).length === 0) as { id: string }).id });
   expect((await owner.client.dashboard.retention.erase.mutate({ event_ids: [(stored.find((doc) => doc.actor_id === 'bob') as { _id: string })._id], reason: 'legal_obligation' })).erased).toBe(1);
   expect((await exportAndVerify(org, 'erased2')).code).toBe(0);
+}, 120_000);
+
+test('with the database: a deleted tombstone, an erased event put back, a tombstone naming another entry are each found', async () => {
+  const { owner, org } = await ownedOrg();
+  const written = await write(org, 12, (i) => (i % 3 === 0 ? 'subject' : `user_${i}`));
+  const erased = await owner.client.dashboard.retention.erase.mutate({ actor_id: 'subject', reason: 'data_subject_request' });
+  expect(erased.erased).toBe(4);
+  advance(1); // past the time a removal may be under way
+  expect((await ledgerAudit(org)).report.findings).toEqual([]);
+  const tombstones = await app.collections.eventSlots.find({ tenant: org.id, removed: { $exists: true } }).sort({ seq: 1 }).toArray();
+  const [gone, back, renamed] = tombstones as [TombstoneDoc, TombstoneDoc, TombstoneDoc];
+
+  // A tombstone deleted: its number holds nothing, which no entry explains (a restart could give it out again).
+  await app.collections.eventSlots.deleteOne({ tenant: org.id, _id: gone._id });
+  // An erased event put back at its number, with its salt (this test kept the receipt).
+  const original = written.events.find((event) => event.id === back._id) as TEvent;
+  const index = written.events.indexOf(original);
+  await app.collections.eventSlots.replaceOne({ tenant: org.id, _id: back._id }, {
+    _id: original.id, tenant: org.id, seq: back.seq, month: back.month, month_seq: back.month_seq, received_at: new Date(now), ts: new Date(original.timestamp),
+    actor_id: original.actor_id, actor_name: original.actor_name, actor_email: original.actor_email, action: original.action, resource_type: original.resource_type,
+    resource_id: original.resource_id, resource_name: original.resource_name, organization_id: original.organization_id, metadata: JSON.stringify(original.metadata),
+    api_key_id: original.api_key_id, salt: written.salts[index] as string,
+  } as never);
+  // A tombstone that names an entry which did not remove it.
+  await app.collections.eventSlots.updateOne({ tenant: org.id, _id: renamed._id }, { $set: { removed: 'pruned', removed_by: 1 } });
+
+  const audited = await ledgerAudit(org);
+  expect(audited.code).toBe(1);
+  expect(audited.report.findings).toEqual(expect.arrayContaining([
+    expect.objectContaining({ kind: 'deleted', leaf_index: gone.seq - 1, detail: expect.stringContaining('holds no tombstone') }),
+    expect.objectContaining({ kind: 'retention', leaf_index: back.seq - 1, detail: expect.stringContaining('yet its event is stored there') }),
+    expect.objectContaining({ kind: 'retention', leaf_index: renamed.seq - 1, detail: expect.stringContaining('which does not remove it') }),
+  ]));
+  const verified = await exportAndVerify(org, 'tombstones');
+  expect(verified.code).toBe(1);
+  expect(verified.stdout).toContain(`FAIL  removed yet present: the export holds the events at sequence numbers ${back.seq}`);
 }, 120_000);
 
 test('held events are not pruned, and the prune entry says how many were kept', async () => {
