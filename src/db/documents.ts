@@ -194,6 +194,12 @@ export interface IdempotencyClaimDoc {
   received_at: Date;
   api_key_id: string;
   expires_at: Date;
+  /**
+   * Set at start-up on a claim some of whose events are not stored, in an organization where a version
+   * before tombstones had removed events (db/tombstones.ts): their ids were not kept, so a missing event
+   * may be a removed one, and the request is never completed (services/idempotency.ts).
+   */
+  legacy_removed?: true;
 }
 
 /**

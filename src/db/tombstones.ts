@@ -12,7 +12,7 @@
  * and deleting the body, which a later prune or erasure finishes), loses on the unique indexes.
  */
 import type { Collection } from 'mongodb';
-import { type EventDoc, type LegacyKeptLeafDoc, type StoredEvent, toEvent, type TombstoneDoc } from './documents';
+import { type EventDoc, type IdempotencyClaimDoc, type LegacyKeptLeafDoc, type StoredEvent, toEvent, type TombstoneDoc } from './documents';
 import { DUPLICATE_KEY, isDuplicateKey } from './errors';
 import { checkRetention, logEntryOf, RETENTION_ACTIONS, type RetentionCheck } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
@@ -24,6 +24,7 @@ interface Migrated {
   events: Collection<EventDoc>;
   eventSlots: Collection<StoredEvent>;
   legacyKeptLeaves: Collection<LegacyKeptLeafDoc>;
+  idempotencyClaims: Collection<IdempotencyClaimDoc>;
 }
 
 export async function migrateKeptLeaves(c: Migrated): Promise<number> {
@@ -54,7 +55,20 @@ export async function migrateKeptLeaves(c: Migrated): Promise<number> {
     if (batch.length === BATCH) await flush();
   }
   if (batch.length) await flush();
+  for (const tenant of checks.keys()) await markLegacyClaims(c, tenant);
   return migrated;
+}
+
+/**
+ * Those versions kept no event ids, so a claim some of whose events are missing cannot tell a removed
+ * event from one never written: it is marked, and a replay of it is refused rather than store again what
+ * may have been erased (services/idempotency.ts). Only claims still in force (IDEMPOTENCY_TTL_HOURS).
+ */
+async function markLegacyClaims(c: Migrated, tenant: string): Promise<void> {
+  for (const claim of await c.idempotencyClaims.find({ expires_at: { $gt: new Date() }, tenant }).toArray()) {
+    const stored = await c.eventSlots.countDocuments({ tenant, _id: { $in: claim.event_ids } });
+    if (stored < claim.event_ids.length) await c.idempotencyClaims.updateOne({ _id: claim._id }, { $set: { legacy_removed: true } });
+  }
 }
 
 /** What the organization's own retention entries authorize. */

@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   METHOD_NOT_ALLOWED: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
   EVENT_REFUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  IDEMPOTENCY_KEY_UNVERIFIABLE: { status: 409, trpc: 'CONFLICT' },
   PAYLOAD_TOO_LARGE: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
   EMAIL_TAKEN: { status: 409, trpc: 'CONFLICT' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
@@ -85,6 +86,7 @@ export const MESSAGES = {
   eventRefused: 'The event store refused this event, so it was not stored',
   writeUnconfirmed: 'The event store did not confirm the write; retry later',
   idempotencyKeyReused: 'This Idempotency-Key was already used for a different request',
+  idempotencyKeyUnverifiable: 'This Idempotency-Key\'s request cannot be completed: some of its events may have been removed under retention by a version that did not keep their ids; send it with a new Idempotency-Key to store it again',
 } as const;
 
 /** The dashboard's texts. Sign-in failures say the same thing whatever was wrong, so they reveal no emails. */

@@ -175,6 +175,7 @@ export class IdempotentWrites {
     const drafts = draftsOf(principal.tenant, contents, { ids: claim.event_ids, receivedAt: claim.received_at, apiKeyId: claim.api_key_id, idempotencyKey: key });
     const stored = await this.stores.events(principal.tenant).getMany(claim.event_ids);
     const missing = drafts.filter((draft) => !stored.has(draft._id));
+    if (missing.length > 0 && claim.legacy_removed) throw new AppError('IDEMPOTENCY_KEY_UNVERIFIABLE', MESSAGES.idempotencyKeyUnverifiable, { fields: ['Idempotency-Key'] });
     if (missing.length === 0) this.stats.replayed++;
     else {
       this.stats.completed++;

@@ -194,7 +194,7 @@ test('an erasure on one instance: the instance delivering a stream never sends t
 test('leaves kept apart by an earlier version become tombstones at start-up, and the log still audits clean', async () => {
   let app = await instance();
   const { owner, org } = await ownedOrg(app);
-  await batch(app, org, ['a', 'gone', 'b', 'gone', 'c']);
+  await batch(app, org, ['a', 'gone', 'b', 'gone', 'c'], 'legacy-key');
   await owner.client.dashboard.retention.erase.mutate({ actor_id: 'gone', reason: 'data_subject_request' });
   // The state an earlier version left: each removed event's leaf in `kept_leaves`, and nothing at its number.
   const tombstones = await app.collections.eventSlots.find({ tenant: org.id, removed: { $exists: true } }).sort({ seq: 1 }).toArray();
@@ -215,6 +215,13 @@ test('leaves kept apart by an earlier version become tombstones at start-up, and
   expect(await app.collections.legacyKeptLeaves.countDocuments({})).toBe(0);
   const all = await slots(app, org);
   expect([...all.keys()].sort((x, y) => x - y)).toEqual(Array.from({ length: all.size }, (_, i) => i + 1));
+
+  // Those leaves kept no event ids: a replay of a request some of whose events are gone cannot tell a
+  // removed event from one never written, and is refused rather than store erased data again.
+  const replay = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: ['a', 'gone', 'b', 'gone', 'c'].map((id) => eventBody({ actor: { id, email: `${id}@example.com` } })) }, headers: { 'idempotency-key': 'legacy-key' } });
+  expect(replay.status).toBe(409);
+  expect(replay.body).toMatchObject({ code: 'IDEMPOTENCY_KEY_UNVERIFIABLE', fields: ['Idempotency-Key'] });
+  expect(await slots(app, org)).toEqual(all);
 
   const audit = await runCli(['ledger', 'audit', '--org', org.id, '--verifier-key', TEST_LEDGER_SIGNER.text, '--json'], { MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
   const report = (JSON.parse(audit.stdout) as { reports: { removed: { erased: number }; findings: unknown[] }[] }).reports[0];
