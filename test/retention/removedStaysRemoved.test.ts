@@ -164,13 +164,16 @@ test('an erasure on one instance: the instance delivering a stream never sends t
   const delivering = await instance(true, { STREAM_MAX_BACKOFF_MS: '200' });
   const erasing = await instance(false);
   const { owner, org } = await ownedOrg(erasing);
+  // Written first and signed, so that the stream's first batch, retried as it is, holds them.
+  await batch(delivering, org, ['keep', 'forget-me', 'keep']);
+  const size = (await slots(delivering, org)).size;
+  await eventually('the log signed up to the newest event', async () => (await call(`${delivering.url}/v1/ledger/checkpoint`, { key: org.key })).body.tree_size >= size);
   let secret = '';
   const receiver = await webhookReceiver(() => secret).start();
   receiver.mode = { kind: 'status', status: 503, retryAfter: '0' };
   const created = await call(`${delivering.url}/v1/streams`, { key: org.key, body: { name: 'memory', destination: { type: 'webhook', url: receiver.url }, start_seq: 1 } });
   expect(created.status).toBe(201);
   secret = created.body.signing_secret as string;
-  await batch(delivering, org, ['keep', 'forget-me', 'keep']);
   await eventually('the delivering instance tried to send them', () => Promise.resolve(receiver.refused.some((r) => r.body.includes('forget-me'))));
 
   await owner.client.dashboard.retention.erase.mutate({ actor_id: 'forget-me', reason: 'data_subject_request' });

@@ -199,7 +199,7 @@ test('erasure of an actor across many events: only theirs go, held ones stay, an
   expect(stored.filter((doc) => doc.actor_id === 'bob')).toHaveLength(30);
   expect(stored.filter((doc) => doc.actor_id === 'carol')).toHaveLength(30);
   // The entry: which sequence numbers, by whom (the owner), why (a code): never alice's data.
-  const entry = stored.find((doc) => doc.action === RETENTION_ACTIONS.erased);
+  const entry = stored.find((doc) => doc.seq === erased.entries[0]);
   expect(entry).toMatchObject({ actor_id: expect.any(String), actor_email: email });
   expect(JSON.parse(entry?.metadata ?? '{}')).toMatchObject({ count: 30, reason: 'data_subject_request', held: 0, role: 'owner' });
   expect(JSON.stringify(entry)).not.toContain('alice');
