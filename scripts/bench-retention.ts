@@ -106,25 +106,24 @@ async function main(): Promise<void> {
     const pruneMs = Number(process.hrtime.bigint() - pruneStart) / 1e6;
     if (pruned.pruned < EVENTS) throw new Error(`pruned ${pruned.pruned} of ${EVENTS}`);
 
-    const kept = await db.collection('kept_leaves').find({ tenant: org._id }).limit(1000).toArray();
+    const kept = await db.collection('events').find({ tenant: org._id, removed: { $exists: true } }).limit(1000).toArray();
     const leafBytes = kept.reduce((n, doc) => n + BSON.calculateObjectSize(doc), 0) / kept.length;
     const eventsAfter = await collStats(db, 'events');
-    const leavesAfter = await collStats(db, 'kept_leaves');
-    const remaining = await db.collection('events').countDocuments({ tenant: org._id });
+    const remaining = await db.collection('events').countDocuments({ tenant: org._id, removed: { $exists: false } });
 
     lines.push(
       `- storage per event, as BSON: **${eventBytes.toFixed(0)} B** for the event document before (the bench's bodies: actor with name and email, resource with name, 4 metadata keys, salt), ` +
-        `**${leafBytes.toFixed(0)} B** for the leaf kept after; the tiles, kept either way, ${perEvent(tileBytes)} per event. ` +
+        `**${leafBytes.toFixed(0)} B** for its tombstone after (id, number, month, leaf, removal); the tiles, kept either way, ${perEvent(tileBytes)} per event. ` +
         `Before ${(eventBytes + tileBytes / EVENTS).toFixed(0)} B, after ${(leafBytes + tileBytes / EVENTS).toFixed(0)} B (${(((leafBytes + tileBytes / EVENTS) / (eventBytes + tileBytes / EVENTS)) * 100).toFixed(0)}%).`,
     );
-    if (eventsBefore && eventsAfter && leavesAfter) {
+    if (eventsBefore && eventsAfter) {
       lines.push(
         `- the database's collStats: events ${perEvent(eventsBefore.size)} of data and ${perEvent(eventsBefore.indexes)} of indexes per event before; after, ` +
-          `events ${(eventsAfter.size / 2 ** 20).toFixed(1)} MiB for the ${remaining} left (retention entries), kept leaves ${perEvent(leavesAfter.size)} of data and ${perEvent(leavesAfter.indexes)} of indexes per event.`,
+          `${(eventsAfter.size / 2 ** 20).toFixed(1)} MiB for the ${remaining} events left (retention entries) and the tombstones (FerretDB does not shrink a table's size before PostgreSQL's VACUUM).`,
       );
     }
     lines.push(
-      `- the prune of ${pruned.pruned.toLocaleString('en-US')} events (${pruned.entries.length} prune entries of at most 5,000 events each, leaves kept, bodies and salts deleted): ${(pruneMs / 1000).toFixed(1)} s = **${Math.round(pruned.pruned / (pruneMs / 1000)).toLocaleString('en-US')} events/s**; ` +
+      `- the prune of ${pruned.pruned.toLocaleString('en-US')} events (${pruned.entries.length} prune entries of at most 5,000 events each, each event replaced by its tombstone): ${(pruneMs / 1000).toFixed(1)} s = **${Math.round(pruned.pruned / (pruneMs / 1000)).toLocaleString('en-US')} events/s**; ` +
         `**${(pruneMs / readMs).toFixed(1)}×** the time to read the same events with a raw cursor (${(readMs / 1000).toFixed(1)} s), ${(pruneMs / deleteMs).toFixed(1)}× raw \`deleteMany\`s of them (runs of 10,000) (${(deleteMs / 1000).toFixed(1)} s).`,
     );
     for (const line of lines) console.log(line);

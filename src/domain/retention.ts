@@ -294,39 +294,37 @@ export function checkRetention(entries: Iterable<LogEntry>): RetentionCheck {
   }
   // Each entry's own ranges, ascending (parseRanges): which entry a tombstone names is checked against them.
   const byEntry = new Map<number, typeof covers>();
-  for (const range of covers) byEntry.set(range.by, [...(byEntry.get(range.by) ?? []), range]);
+  for (const range of covers) {
+    const ranges = byEntry.get(range.by);
+    if (ranges) ranges.push(range);
+    else byEntry.set(range.by, [range]);
+  }
+  for (const ranges of byEntry.values()) ranges.sort((a, b) => a.from - b.from);
   return {
     problems,
     pruned,
     erased,
     covered: covers,
-    removedBy(seq, by, kind) {
-      const ranges = byEntry.get(by) ?? [];
-      let lo = 0;
-      let hi = ranges.length - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        const range = ranges[mid] as (typeof ranges)[number];
-        if (range.to < seq) lo = mid + 1;
-        else if (range.from > seq) hi = mid - 1;
-        else return range.kind === kind;
-      }
-      return false;
-    },
+    removedBy: (seq, by, kind) => rangeAt(byEntry.get(by) ?? [], seq)?.kind === kind,
     authority(seq) {
-      // Few entries, each with its ranges: a binary search over the sorted ranges.
-      let lo = 0;
-      let hi = merged.length - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        const range = merged[mid] as (typeof merged)[number];
-        if (range.to < seq) lo = mid + 1;
-        else if (range.from > seq) hi = mid - 1;
-        else return { kind: range.kind, by: range.by };
-      }
-      return null;
+      const range = rangeAt(merged, seq);
+      return range ? { kind: range.kind, by: range.by } : null;
     },
   };
+}
+
+/** The range of `ranges` (sorted, disjoint) that holds `seq`: a binary search. */
+function rangeAt<T extends { from: number; to: number }>(ranges: readonly T[], seq: number): T | null {
+  let lo = 0;
+  let hi = ranges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const range = ranges[mid] as T;
+    if (range.to < seq) lo = mid + 1;
+    else if (range.from > seq) hi = mid - 1;
+    else return range;
+  }
+  return null;
 }
 
 /** The API's shapes: the retention page and its procedures. */
