@@ -43,6 +43,12 @@ const MAX_ROUND = 20_000;
 const MAX_LOGS_PER_ROUND = 100;
 /** A log with nothing to integrate for this long is forgotten here (its edge tiles are some KiB each). */
 const IDLE_MS = 60_000;
+/**
+ * How long an instance that stored events of a log no checkpoint anchors yet, but not its first ones,
+ * waits for the instance that stored those to begin it (a writer change between instances, or two
+ * writing at once) before it takes the ledger state for lost.
+ */
+const BEGIN_GRACE_MS = 60_000;
 /** A halted log is looked at again this often: an operator's `ledger reseal` elsewhere resumes it. */
 const HALT_RECHECK_MS = 30_000;
 /** Logs whose reads (a load, events read back) run at once in a round. */
@@ -132,6 +138,8 @@ interface LogState {
   signedAt: number;
   /** Why nothing more is signed for this log (LedgerHalt), and since when (ms); null while it integrates. */
   halted: { reason: string; at: number } | null;
+  /** When this instance first stored an event of the log while no checkpoint anchored it (ms; 0: not so). */
+  unanchoredSince: number;
 }
 
 /** One log's part of a round, once its leaves are hashed: what it will write. */
@@ -210,6 +218,7 @@ export class LedgerIntegrator {
       state.active = now;
       // A halted log keeps nothing more in memory: once resealed, it reads its events back.
       if (!state.halted) state.pending.set(doc.seq, eventHashesOfDoc(doc));
+      if (state.size === 0 && state.unanchoredSince === 0) state.unanchoredSince = now;
       if (doc.seq > state.storedTo) state.storedTo = doc.seq;
     }
   }
@@ -264,7 +273,7 @@ export class LedgerIntegrator {
   private state(tenant: string): LogState {
     let state = this.logs.get(tenant);
     if (!state) {
-      state = { size: 0, edges: [], pending: new Map(), storedTo: 0, loaded: false, active: this.now(), signedAt: 0, halted: null };
+      state = { size: 0, edges: [], pending: new Map(), storedTo: 0, loaded: false, active: this.now(), signedAt: 0, halted: null, unanchoredSince: 0 };
       this.logs.set(tenant, state);
     }
     return state;
@@ -550,7 +559,8 @@ export class LedgerIntegrator {
         // A log is begun only by the instance that stores its first events; another instance (one that
         // merely serves a proof) leaves it to that one. Otherwise the ledger state was lost or the events
         // written behind the service's back: signing them now would seal whatever the database holds.
-        if (state.pending.size === 0) throw new NotBegunHere();
+        // The instance that stored them may be about to sign them: it is given a while first.
+        if (state.pending.size === 0 || this.now() - state.unanchoredSince < BEGIN_GRACE_MS) throw new NotBegunHere();
         throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
       }
       return undefined;
