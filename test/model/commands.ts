@@ -1,0 +1,508 @@
+/**
+ * The steps of a run, one class each (fast-check's AsyncCommand): each checks when it applies to the
+ * model (`check`), acts on the real system, predicts with the model what the service must answer and
+ * records what it acknowledged, then holds the whole system to the model (check.ts). `toString` is what
+ * a failing run prints as its shrunk sequence. Commands that pick among what the model holds when they
+ * run (a key, an event, a hold) carry a number taken modulo the count: `#3` is the fourth, counting
+ * from 0 in the order they were made, wrapping around.
+ */
+import fc from 'fast-check';
+import { checkLedger, checkState, contentDifference } from './check';
+import { stepLog } from './log';
+import {
+  ACTORS, type Actor, acknowledge, bodyOf, type CreateBody, DAY_MS, daysInForce, type EventSpec, expectedErasure, expectedPrune, expiredKeys, freshKey, freshMarker,
+  holdsEverything, liveKeys, markRemoved, type Model, type ModelEvent, type ModelKey, pendingPolicy, pick, recordPolicy,
+} from './model';
+import type { RetentionVia, System } from './system';
+
+/**
+ * Which checks follow each step: the cheap ones always; the slow ones (the ledger's verifiers and the
+ * stream: three processes) after every step (`every`), or (`removals`, the default) only after the steps
+ * where the log's promises are at stake: removals, replays, restarts, a second writer, a reseal; and at
+ * the end of every run.
+ */
+export type CheckLevel = 'every' | 'removals';
+export const checkLevel: { value: CheckLevel } = { value: 'removals' };
+
+function expectThat(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new Error(message);
+}
+
+const specText = (spec: EventSpec) => (spec.lookalike ? `${spec.actor}:lookalike` : spec.actor);
+
+export abstract class Step implements fc.AsyncCommand<Model, System> {
+  /** Whether the slow checks follow this step at the `removals` level. */
+  protected readonly atStake: boolean = false;
+
+  check(_m: Readonly<Model>): boolean {
+    return true;
+  }
+
+  async run(m: Model, s: System): Promise<void> {
+    const name = this.toString();
+    const started = Date.now();
+    try {
+      await this.act(m, s);
+    } catch (error) {
+      stepLog(`${name}: FAILED`);
+      throw new Error(`${name}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    const acted = Date.now();
+    await checkState(m, s, name);
+    const checked = Date.now();
+    if (this.atStake || checkLevel.value === 'every') await checkLedger(m, s, name);
+    stepLog(`${name}  (${acted - started} ms, checks ${checked - acted} ms, ledger ${Date.now() - checked} ms)`);
+  }
+
+  protected abstract act(m: Model, s: System): Promise<void>;
+  abstract toString(): string;
+}
+
+/** Records the events a write answered (201), after checking that each is what was sent. */
+function acknowledgeAnswer(m: Model, s: System, answer: { body: any }, bodies: CreateBody[], batch: boolean): ModelEvent[] {
+  const events = (batch ? answer.body.events : [answer.body.event]) as Record<string, unknown>[];
+  const receipts = (batch ? answer.body.ledger : [answer.body.ledger]) as { leaf_index: number }[];
+  expectThat(events.length === bodies.length && receipts.length === bodies.length, `answered ${events.length} events and ${receipts.length} receipts for ${bodies.length}`);
+  return bodies.map((body, i) => {
+    const returned = events[i] as Record<string, unknown>;
+    const event = acknowledge(m, String(returned.id), (receipts[i] as { leaf_index: number }).leaf_index + 1, body);
+    const difference = contentDifference(returned, event);
+    expectThat(difference === null, `the answer's event ${i}: ${difference ?? ''}`);
+    expectThat(!s.seqIds.has(event.seq) || s.seqIds.get(event.seq) === event.id, `event ${event.id} was given sequence number ${event.seq}, which event ${s.seqIds.get(event.seq) ?? ''} held`);
+    return event;
+  });
+}
+
+/**
+ * A request with an action in the service's namespace: 400 VALIDATION_FAILED naming each such action
+ * (`action`, `events[i].action`), nothing of it stored (its markers must never be seen). False when the
+ * request had none.
+ */
+function refusedForNamespace(m: Model, res: { status: number; body: any; text: string }, specs: EventSpec[], bodies: CreateBody[], batch: boolean): boolean {
+  if (!specs.some((spec) => spec.lookalike)) return false;
+  m.neverStored.push(...bodies.map((b) => b.metadata.marker));
+  const fields = specs.flatMap((spec, i) => (spec.lookalike ? [batch ? `events[${i}].action` : 'action'] : []));
+  expectThat(
+    res.status === 400 && res.body?.code === 'VALIDATION_FAILED' && fields.every((field) => (res.body?.fields as string[] | undefined)?.includes(field)),
+    `actions in the service's namespace (${fields.join(', ')}) answered ${res.status}: ${res.text.slice(0, 300)}`,
+  );
+  return true;
+}
+
+/** create / batch / createWithKey / batchWithKey / secondWrite: new events, acknowledged 201 (refused 400 for the service's namespace). */
+export class Write extends Step {
+  protected override readonly atStake: boolean;
+
+  constructor(
+    readonly specs: EventSpec[],
+    readonly options: { batch: boolean; keyed?: boolean; second?: boolean },
+  ) {
+    super();
+    this.atStake = options.second === true;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    if (this.options.second && !s.second) {
+      await s.startSecond();
+      m.secondRunning = true;
+    }
+    const bodies = this.specs.map((spec) => bodyOf(spec, freshMarker(m), m.counter));
+    const key = this.options.keyed ? freshKey(m) : null;
+    const body = this.options.batch ? { events: bodies } : (bodies[0] as CreateBody);
+    const res = await s.api(this.options.batch ? '/v1/events/batch' : '/v1/events', { body, headers: key ? { 'idempotency-key': key } : {}, via: this.options.second ? 'second' : 'primary' });
+    if (refusedForNamespace(m, res, this.specs, bodies, this.options.batch)) return;
+    expectThat(res.status === 201, `answered ${res.status}: ${res.text.slice(0, 300)}`);
+    expectThat(res.headers.get('idempotent-replayed') === null, 'a first use of a key answered Idempotent-Replayed');
+    const events = acknowledgeAnswer(m, s, res, bodies, this.options.batch);
+    if (key) m.keys.push({ key, kind: this.options.batch ? 'batch' : 'event', body, ids: events.map((e) => e.id), firstUse: m.now });
+  }
+
+  toString(): string {
+    const name = this.options.second ? 'secondWrite' : `${this.options.batch ? 'batch' : 'create'}${this.options.keyed ? 'WithKey' : ''}`;
+    return `${name}(${this.specs.map(specText).join(',')})`;
+  }
+}
+
+/** An earlier Idempotency-Key, still remembered, sent again with the same body: the same answer, nothing stored, nothing removed shown. */
+export class ReplaySame extends Step {
+  protected override readonly atStake = true;
+
+  constructor(readonly which: number) {
+    super();
+  }
+
+  override check(m: Readonly<Model>): boolean {
+    return liveKeys(m).length > 0;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const key = pick(liveKeys(m), this.which);
+    const via = this.which % 2 === 1 && s.second ? 'second' : 'primary';
+    const res = await s.api(key.kind === 'batch' ? '/v1/events/batch' : '/v1/events', { body: key.body, headers: { 'idempotency-key': key.key }, via });
+    const events = key.ids.map((id) => m.byId.get(id) as ModelEvent);
+    const removed = events.filter((e) => e.removed);
+    const state = `${key.kind} of ${key.ids.length} under ${key.key}, ${removed.length} of its events removed since`;
+    expectThat(res.status === 201, `replaying a ${state}: answered ${res.status}: ${res.text.slice(0, 300)}`);
+    expectThat(res.headers.get('idempotent-replayed') === 'true', `replaying a ${state}: answered without Idempotent-Replayed: true (it stored something)`);
+    const answered = (key.kind === 'batch' ? res.body.events : [res.body.event]) as Record<string, unknown>[] | undefined;
+    const receipts = (key.kind === 'batch' ? res.body.ledger : [res.body.ledger]) as ({ leaf_index?: number; removed?: unknown } | null | undefined)[] | undefined;
+    expectThat(isSameIds(answered, key.ids), `replaying a ${state}: answered ids ${JSON.stringify(answered?.map((e) => e.id))}, not ${JSON.stringify(key.ids)}`);
+    for (const event of removed) expectThat(!res.text.includes(event.marker), `replaying a ${state}: the answer holds the content of the removed event ${event.id} (seq ${event.seq})`);
+    events.forEach((event, i) => {
+      const returned = answered?.[i] ?? {};
+      const receipt = receipts?.[i];
+      const seq = (receipt?.leaf_index ?? Number.NaN) + 1;
+      expectThat(seq === event.seq, `replaying a ${state}: the receipt of ${event.id} says sequence number ${seq}, not ${event.seq}`);
+      if (event.removed) {
+        // README, "Removed means removed": {id, removed, removed_by} and the receipt {leaf_index, removed: true}.
+        expectThat(
+          returned.removed === event.removed.kind && typeof returned.removed_by === 'number' && receipt?.removed === true,
+          `replaying a ${state}: the removed event ${event.id} is answered as ${JSON.stringify(returned)} with the receipt ${JSON.stringify(receipt)}, not as ${event.removed.kind}`,
+        );
+        return;
+      }
+      const difference = contentDifference(returned, event);
+      expectThat(difference === null, `replaying a ${state}: event ${event.id}: ${difference ?? ''}`);
+    });
+  }
+
+  toString(): string {
+    return `replaySame(key#${this.which})`;
+  }
+}
+
+const isSameIds = (answered: Record<string, unknown>[] | undefined, ids: string[]) => Array.isArray(answered) && answered.length === ids.length && answered.every((e, i) => e.id === ids[i]);
+
+/** An earlier Idempotency-Key, still remembered, sent with another body: 422 IDEMPOTENCY_KEY_REUSED, nothing stored. */
+export class ReplayChanged extends Step {
+  constructor(readonly which: number) {
+    super();
+  }
+
+  override check(m: Readonly<Model>): boolean {
+    return liveKeys(m).length > 0;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const key = pick(liveKeys(m), this.which);
+    const bodies = key.ids.map((id, i) => bodyOf({ actor: (m.byId.get(id) as ModelEvent).actor, lookalike: false }, freshMarker(m), i));
+    m.neverStored.push(...bodies.map((b) => b.metadata.marker));
+    const res = await s.api(key.kind === 'batch' ? '/v1/events/batch' : '/v1/events', { body: key.kind === 'batch' ? { events: bodies } : bodies[0], headers: { 'idempotency-key': key.key } });
+    expectThat(res.status === 422 && res.body?.code === 'IDEMPOTENCY_KEY_REUSED', `a changed body under ${key.key} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  }
+
+  toString(): string {
+    return `replayChanged(key#${this.which})`;
+  }
+}
+
+/** A key past its 24 hours, used again for a new request: judged afresh, new events. */
+export class ReuseExpiredKey extends Step {
+  constructor(
+    readonly which: number,
+    readonly spec: EventSpec,
+  ) {
+    super();
+  }
+
+  override check(m: Readonly<Model>): boolean {
+    return expiredKeys(m).length > 0;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const key = pick(expiredKeys(m), this.which);
+    const bodies = (key.kind === 'batch' ? [this.spec, this.spec] : [this.spec]).map((spec, i) => bodyOf(spec, freshMarker(m), i));
+    const body = key.kind === 'batch' ? { events: bodies } : (bodies[0] as CreateBody);
+    const res = await s.api(key.kind === 'batch' ? '/v1/events/batch' : '/v1/events', { body, headers: { 'idempotency-key': key.key } });
+    const specs = bodies.map(() => this.spec);
+    if (refusedForNamespace(m, res, specs, bodies, key.kind === 'batch')) return;
+    expectThat(res.status === 201 && res.headers.get('idempotent-replayed') === null, `an expired key ${key.key} with a new body answered ${res.status} (replayed: ${String(res.headers.get('idempotent-replayed'))}): ${res.text.slice(0, 300)}`);
+    const events = acknowledgeAnswer(m, s, res, bodies, key.kind === 'batch');
+    expectThat(events.every((e) => !key.ids.includes(e.id)), `an expired key ${key.key} answered its old events`);
+    Object.assign(key, { body, ids: events.map((e) => e.id), firstUse: m.now } satisfies Partial<ModelKey>);
+  }
+
+  toString(): string {
+    return `reuseExpiredKey(key#${this.which}, ${specText(this.spec)})`;
+  }
+}
+
+/** Erases what `targets` says; held events stay, a hold on everything refuses (409 LEGAL_HOLD). */
+async function erase(m: Model, s: System, which: { actor_id: Actor } | { event_ids: string[] }, targets: ModelEvent[], via: RetentionVia): Promise<void> {
+  const answer = await s.erase({ ...which, reason: 'data_subject_request' }, via);
+  if (holdsEverything(m)) {
+    expectThat(!answer.ok && answer.status === 409 && answer.code === 'LEGAL_HOLD', `an erasure under a hold on everything answered ${JSON.stringify(answer)}`);
+    return;
+  }
+  expectThat(answer.ok, `the erasure was refused: ${JSON.stringify(answer)}`);
+  const expected = expectedErasure(m, targets);
+  markRemoved(expected.removed, 'erased');
+  expectThat(
+    answer.value.erased === expected.removed.length && answer.value.held === expected.held,
+    `erased ${answer.value.erased} and held ${answer.value.held}; expected ${expected.removed.length} erased (${expected.removed.map((e) => `seq ${e.seq}`).join(', ')}) and ${expected.held} held`,
+  );
+}
+
+const viaText = (via: RetentionVia) => (via === 'rest' ? ', via=rest' : '');
+
+export class EraseActor extends Step {
+  protected override readonly atStake = true;
+
+  constructor(
+    readonly actor: Actor,
+    readonly via: RetentionVia = 'dashboard',
+  ) {
+    super();
+  }
+
+  protected act(m: Model, s: System): Promise<void> {
+    return erase(m, s, { actor_id: this.actor }, m.events.filter((e) => e.actor === this.actor), this.via);
+  }
+
+  toString(): string {
+    return `eraseActor(${this.actor}${viaText(this.via)})`;
+  }
+}
+
+/** Erases chosen events (removed ones among them change nothing); `hold`: first a hold on the first one's actor. */
+export class EraseIds extends Step {
+  protected override readonly atStake = true;
+
+  constructor(
+    readonly which: number[],
+    readonly hold: boolean,
+    readonly via: RetentionVia = 'dashboard',
+  ) {
+    super();
+  }
+
+  override check(m: Readonly<Model>): boolean {
+    return m.events.length > 0;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const targets = [...new Set(this.which.map((n) => pick(m.events, n)))];
+    if (this.hold) await placeHold(m, s, (targets[0] as ModelEvent).actor, this.via);
+    await erase(m, s, { event_ids: targets.map((e) => e.id) }, targets, this.via);
+  }
+
+  toString(): string {
+    return `eraseIds(${this.which.map((n) => `#${n}`).join(',')}, hold=${this.hold ? 'yes' : 'no'}${viaText(this.via)})`;
+  }
+}
+
+async function placeHold(m: Model, s: System, actor: Actor | null, via: RetentionVia): Promise<void> {
+  const answer = await s.placeHold(actor ? { actor_id: actor } : {}, via);
+  expectThat(answer.ok, `placing a hold was refused: ${JSON.stringify(answer)}`);
+  const known = new Set(m.holds.map((h) => h.id));
+  const added = answer.value.holds.filter((id) => !known.has(id));
+  expectThat(added.length === 1 && added[0] === answer.value.id && answer.value.holds.length === m.holds.length + 1, `placing a hold: ${answer.value.holds.length} holds listed, ${added.length} new, after ${m.holds.length}`);
+  m.holds.push({ id: answer.value.id, actor });
+}
+
+export class PlaceHold extends Step {
+  constructor(
+    readonly actor: Actor | null,
+    readonly via: RetentionVia = 'dashboard',
+  ) {
+    super();
+  }
+
+  protected act(m: Model, s: System): Promise<void> {
+    return placeHold(m, s, this.actor, this.via);
+  }
+
+  toString(): string {
+    return `placeHold(${this.actor ? `actor=${this.actor}` : 'everything'}${viaText(this.via)})`;
+  }
+}
+
+export class ReleaseHold extends Step {
+  constructor(
+    readonly which: number,
+    readonly via: RetentionVia = 'dashboard',
+  ) {
+    super();
+  }
+
+  override check(m: Readonly<Model>): boolean {
+    return m.holds.length > 0;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const hold = pick(m.holds, this.which);
+    const answer = await s.releaseHold(hold.id, this.via);
+    expectThat(answer.ok, `releasing hold ${hold.id} was refused: ${JSON.stringify(answer)}`);
+    m.holds = m.holds.filter((h) => h !== hold);
+    expectThat(answer.value.length === m.holds.length && !answer.value.includes(hold.id), `releasing hold ${hold.id}: ${answer.value.length} holds still listed`);
+  }
+
+  toString(): string {
+    return `releaseHold(#${this.which}${viaText(this.via)})`;
+  }
+}
+
+export class SetPolicy extends Step {
+  constructor(
+    readonly days: number | null,
+    readonly via: RetentionVia = 'dashboard',
+  ) {
+    super();
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    recordPolicy(m, this.days);
+    const answer = await s.setPolicy(this.days, this.via);
+    expectThat(answer.ok, `setting the policy was refused: ${JSON.stringify(answer)}`);
+    const pending = pendingPolicy(m);
+    const expected = { days: daysInForce(m), pending: pending ? { days: pending.days, effective_at: new Date(pending.effectiveAt).toISOString() } : null };
+    const actual = { days: answer.value.days, pending: answer.value.pending };
+    expectThat(JSON.stringify(actual) === JSON.stringify(expected), `the policy view says ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`);
+  }
+
+  toString(): string {
+    return `setPolicy(${this.days ?? 'forever'}${viaText(this.via)})`;
+  }
+}
+
+/** Moves the clock forward and runs the prune job once (with every stored event signed first, as it requires). */
+export class AdvanceAndPrune extends Step {
+  protected override readonly atStake = true;
+
+  constructor(readonly days: number) {
+    super();
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    m.now += this.days * DAY_MS;
+    s.clock.now = m.now;
+    await s.integrate();
+    const expected = expectedPrune(m);
+    const result = await s.app.services.retention.prune(s.orgId);
+    m.prunedTotal += result.pruned;
+    markRemoved(expected.removed, 'pruned');
+    const nothing = daysInForce(m) === null || holdsEverything(m);
+    expectThat(
+      (nothing ? result.pruned === 0 : result.pruned >= expected.removed.length) && result.held === expected.held,
+      `the prune removed ${result.pruned} and held ${result.held}; expected at least the ${expected.removed.length} client events (${expected.removed.map((e) => `seq ${e.seq}${e.action.startsWith('audit_ledger.') ? ` ${e.action}` : ''}`).join(', ')}) and ${expected.held} held`,
+    );
+  }
+
+  toString(): string {
+    return `advanceClock(${this.days}d)+prune`;
+  }
+}
+
+export class Restart extends Step {
+  protected override readonly atStake = true;
+
+  protected async act(_m: Model, s: System): Promise<void> {
+    await s.restart();
+  }
+
+  toString(): string {
+    return 'restart';
+  }
+}
+
+export class StopSecond extends Step {
+  protected override readonly atStake = true;
+
+  override check(m: Readonly<Model>): boolean {
+    return m.secondRunning;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    await s.stopSecond();
+    m.secondRunning = false;
+  }
+
+  toString(): string {
+    return 'stopSecond';
+  }
+}
+
+/** The operator's `ledger reseal` on the healthy log: it must give the very tree that was signed. */
+export class Reseal extends Step {
+  protected override readonly atStake = true;
+
+  override check(m: Readonly<Model>): boolean {
+    return m.events.length > 0;
+  }
+
+  protected async act(_m: Model, s: System): Promise<void> {
+    const newest = await s.integrate();
+    const before = (await s.api('/v1/ledger/checkpoint')).body as { tree_size: number; root_hash: string };
+    const sealed = await s.cli(['ledger', 'reseal', '--org', s.orgId, '--json']);
+    expectThat(sealed.code === 0, `ledger reseal failed (${sealed.code}): ${sealed.stderr.slice(0, 400)}`);
+    const result = JSON.parse(sealed.stdout) as { anchor: number | null; size: number; planted: number };
+    expectThat(result.planted === 0 && result.size >= newest && result.anchor === before.tree_size, `ledger reseal answered ${sealed.stdout.trim()} over a log signed up to ${before.tree_size} of ${newest}`);
+    await s.app.services.integrator.integrate(s.orgId, { recheck: true });
+    await s.second?.services.integrator.integrate(s.orgId, { recheck: true });
+    if (result.size === before.tree_size) {
+      const after = (await s.api('/v1/ledger/checkpoint')).body as { tree_size: number; root_hash: string };
+      expectThat(after.root_hash === before.root_hash || after.tree_size > before.tree_size, `the resealed tree of ${result.size} has another root: ${after.root_hash}, signed before as ${before.root_hash}`);
+    }
+  }
+
+  toString(): string {
+    return 'reseal';
+  }
+}
+
+export class StreamFromStart extends Step {
+  override check(m: Readonly<Model>): boolean {
+    return !m.stream;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const created = await s.createStream();
+    expectThat(created.status === 201, `creating the stream answered ${created.status}: ${created.text.slice(0, 300)}`);
+    m.stream = true;
+  }
+
+  toString(): string {
+    return 'streamFromStart';
+  }
+}
+
+/**
+ * Every command, weighted: writes most often, since everything else acts on what was written.
+ * `without` leaves kinds out (their toString names; `lookalike` for actions in the service's namespace;
+ * `rest` for retention through /v1/retention): a known bug that every run finds first can be set aside
+ * to look for others.
+ */
+export function commandArbitrary(without: ReadonlySet<string> = new Set()): fc.Arbitrary<Step> {
+  const actor = fc.constantFrom(...ACTORS);
+  const lookalike = without.has('lookalike') ? fc.constant(false) : fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 });
+  const spec: fc.Arbitrary<EventSpec> = fc.record({ actor, lookalike });
+  const specs = fc.array(spec, { minLength: 2, maxLength: 5 });
+  const which = fc.nat({ max: 30 });
+  // The dashboard mostly (what the retention test uses); REST (a key with retention:manage) one time in three.
+  const via: fc.Arbitrary<RetentionVia> = without.has('rest') ? fc.constant('dashboard') : fc.oneof({ arbitrary: fc.constant<RetentionVia>('dashboard'), weight: 2 }, { arbitrary: fc.constant<RetentionVia>('rest'), weight: 1 });
+  const once = <T>(make: () => T) => fc.constant(null).map(make);
+  const weighted: [string, number, fc.Arbitrary<Step>][] = [
+    ['create', 3, spec.map((x) => new Write([x], { batch: false }))],
+    ['batch', 3, specs.map((x) => new Write(x, { batch: true }))],
+    ['createWithKey', 2, spec.map((x) => new Write([x], { batch: false, keyed: true }))],
+    ['batchWithKey', 3, specs.map((x) => new Write(x, { batch: true, keyed: true }))],
+    ['replaySame', 3, which.map((n) => new ReplaySame(n))],
+    ['replayChanged', 2, which.map((n) => new ReplayChanged(n))],
+    ['reuseExpiredKey', 1, fc.tuple(which, spec).map(([n, x]) => new ReuseExpiredKey(n, x))],
+    ['eraseActor', 3, fc.tuple(actor, via).map(([a, v]) => new EraseActor(a, v))],
+    ['eraseIds', 3, fc.tuple(fc.uniqueArray(which, { minLength: 1, maxLength: 3 }), fc.boolean(), via).map(([ns, hold, v]) => new EraseIds(ns, hold, v))],
+    ['placeHold', 2, fc.tuple(actor, via).map(([a, v]) => new PlaceHold(a, v))],
+    ['placeHold', 1, via.map((v) => new PlaceHold(null, v))],
+    ['releaseHold', 2, fc.tuple(which, via).map(([n, v]) => new ReleaseHold(n, v))],
+    ['setPolicy', 2, fc.tuple(fc.constantFrom(30, 31, 45, 90, 365, null), via).map(([days, v]) => new SetPolicy(days, v))],
+    ['advanceClock', 2, fc.constantFrom(1, 8, 31, 40).map((days) => new AdvanceAndPrune(days))],
+    ['restart', 2, once(() => new Restart())],
+    ['secondWrite', 2, specs.map((x) => new Write(x, { batch: true, second: true }))],
+    ['stopSecond', 1, once(() => new StopSecond())],
+    ['reseal', 1, once(() => new Reseal())],
+    ['streamFromStart', 1, once(() => new StreamFromStart())],
+  ];
+  const kept = weighted.filter(([name]) => !without.has(name)).map(([, weight, arbitrary]) => ({ arbitrary, weight }));
+  if (kept.length === 0) throw new Error('every command was left out');
+  return fc.oneof(...kept);
+}
