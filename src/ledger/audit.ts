@@ -193,8 +193,9 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
   // A removal leaves a tombstone: a signed number that holds nothing lost its event (or its tombstone)
   // outside the service, whatever an entry says.
   for (const i of places) {
-    if (foundElsewhere.has(i) || editedAt.has(i) || differing.get(i) !== undefined) continue;
-    const by = authority.authority(i + 1);
+    if (foundElsewhere.has(i) || editedAt.has(i)) continue;
+    // Its number holds nothing, or an event moved there from another place: either way not a tombstone.
+    const by = differing.get(i) === undefined ? authority.authority(i + 1) : null;
     findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone and its number holds no tombstone, ${by ? `though the ${by.kind === 'pruned' ? 'prune' : 'erasure'} entry at sequence number ${by.by} covers it: deleted outside the service` : 'missing without authority (no valid prune or erasure entry covers it)'}` });
   }
   for (const [i, tombstone] of tombstones) {
