@@ -2,17 +2,19 @@
 # The model-based test of the service's promises (test/model, issue 34) with more runs than `npm test`:
 #
 #   npm run test:model -- [--runs N] [--seed S] [--max-commands M] [--time-limit SECONDS]
-#                         [--checks every|removals] [--path P] [--no-shrink] [--log]
+#                         [--checks every|removals] [--path P [--replay-path R]] [--no-shrink] [--log]
 #                         [--without KIND,...] [--ignore REGEXP]
 #
-# Without --seed a random one is chosen (and printed: a failure prints it again with its replay path;
-# `--seed S --path P` replays that failure). Uses MONGODB_URI when set; otherwise starts the bundled
-# FerretDB on the local PostgreSQL with scripts/ferretdb.sh, as .ci/run does, and stops it afterwards
-# if this script started it.
+# Without --seed a random one is chosen and printed. A failure prints its seed, `path` and shrunk
+# sequence (with its replayPath); `--seed S --path P --replay-path R --no-shrink` (and the same
+# --without) replays just it. --without leaves command kinds out and --ignore a regular expression of
+# problems, to look past a known bug (test/model/promises.test.ts). Uses MONGODB_URI when set;
+# otherwise starts the bundled FerretDB on the local PostgreSQL with scripts/ferretdb.sh, as .ci/run
+# does, and stops it afterwards if this script started it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=30 seed="" max_commands=25 time_limit=3600 checks="" path="" no_shrink="" log="" without="" ignore=""
+runs=30 seed="" max_commands=25 time_limit=3600 checks="" path="" no_shrink="" log="" without="" ignore="" replay_path=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -21,11 +23,12 @@ while [ $# -gt 0 ]; do
     --time-limit) time_limit=$2; shift 2 ;;
     --checks) checks=$2; shift 2 ;;
     --path) path=$2; shift 2 ;;
+    --replay-path) replay_path=$2; shift 2 ;;
     --no-shrink) no_shrink=1; shift ;;
     --log) log=1; shift ;;
     --without) without=$2; shift 2 ;;
     --ignore) ignore=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-model.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +52,7 @@ echo "test:model: $runs runs of up to $max_commands steps, seed $seed, at most $
 export MODEL_RUNS=$runs MODEL_SEED=$seed MODEL_MAX_COMMANDS=$max_commands MODEL_TIME_LIMIT_S=$time_limit
 [ -z "$checks" ] || export MODEL_CHECKS=$checks
 [ -z "$path" ] || export MODEL_PATH=$path
+[ -z "$replay_path" ] || export MODEL_REPLAY_PATH=$replay_path
 [ -z "$no_shrink" ] || export MODEL_NO_SHRINK=1
 [ -z "$log" ] || export MODEL_LOG=1
 [ -z "$without" ] || export MODEL_WITHOUT=$without

@@ -80,13 +80,24 @@ export class System {
     const dbName = uniqueDbName('model');
     const clock = { now };
     const admin = await MongoClient.connect(mongoUri());
-    const app = await startApp(dbName, clock);
+    const app = await startApp(dbName, clock).catch(async (error: unknown) => {
+      await admin.close();
+      throw error;
+    });
     const owner = new WebSession(app.url);
     const email = uniqueEmail('model-owner');
-    await owner.signup(email, PASSWORD, 'Modelled');
-    const me = (await owner.client.account.me.query()) as { organization: { id: string } };
-    const orgId = me.organization.id;
-    const { key } = await app.key(orgId);
+    let orgId: string;
+    let key: string;
+    try {
+      await owner.signup(email, PASSWORD, 'Modelled');
+      orgId = ((await owner.client.account.me.query()) as { organization: { id: string } }).organization.id;
+      ({ key } = await app.key(orgId));
+    } catch (error) {
+      await app.close().catch(() => undefined);
+      await admin.db(dbName).dropDatabase().catch(() => undefined);
+      await admin.close();
+      throw error;
+    }
     const dir = mkdtempSync(join(tmpdir(), 'model-'));
     writeFileSync(join(dir, 'ledger-key'), `${privateKeyText(TEST_LEDGER_SIGNER.name, TEST_LEDGER_SEED)}\n`, { mode: 0o600 });
     const system = new System(dbName, clock, app, orgId, key, email, dir, admin);
