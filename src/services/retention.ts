@@ -8,9 +8,11 @@
  * - legal holds: matching events are neither pruned nor erased (a hold on everything stops both).
  *
  * Order of each removal, so that no event is ever missing without authority: the entry naming the
- * events is written first, then their leaves are kept (about 100 bytes each: entry bundles and reseals
- * need them), then the events are deleted with their salts. A crash in between leaves events that an
- * entry covers but that are still there, which the next run removes under a new entry.
+ * events is written first, then each event is replaced by its tombstone in one write (db/documents.ts:
+ * its leaf stays for entry bundles and reseals, its number and id stay taken, body and salt go), then
+ * the counts and the removal mark change (streams on every instance check it) and the caller is
+ * answered. A crash in between leaves events that an entry covers but that are still there: the next
+ * prune removes them under a new entry; an erasure is run again (`ledger audit` names them).
  */
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
