@@ -159,7 +159,6 @@ export async function createServices(
       config.retention,
       clock,
       log.child({ component: 'retention' }),
-      (tenant, seqs) => { streamEvents.forget(tenant, seqs); },
     ),
     viewerTokens: new ViewerTokens(viewerSecret, apiKeys, { maxMinutes: config.viewer.maxMinutes, publicUrl: config.publicUrl }, clock),
     mailer,

@@ -50,9 +50,6 @@ export interface RetentionOptions {
  */
 export type RetentionPrincipal = SessionPrincipal | ApiKeyPrincipal;
 
-/** Told of events removed here, so that nothing held in memory (the streams' recent events) sends them again. */
-export type OnRemoved = (tenant: string, seqs: readonly number[]) => void;
-
 export interface RetentionLedger {
   /** The size of the organization's newest signed checkpoint (0: none). */
   signedSize(tenant: string): Promise<number>;
@@ -79,7 +76,6 @@ export class RetentionService {
     private readonly options: RetentionOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly onRemoved: OnRemoved = () => undefined,
   ) {}
 
   async view(tenant: string): Promise<TRetentionView> {
@@ -184,11 +180,13 @@ export class RetentionService {
     });
   }
 
-  /** Replaces removed events by their tombstones, counts them, and forgets them wherever they are held in memory. */
+  /**
+   * Replaces removed events by their tombstones and counts them; the count's write changes the removal
+   * mark, which every instance's streams (this one's too) check before sending what they hold in memory.
+   */
   private async removed(tenant: string, part: Removal, kind: RemovalKind, entry: number, prune?: { cutoff: Date; days: number }): Promise<void> {
     await this.store.remove(tenant, part.map((doc) => tombstoneOf(doc, kind, entry)));
     await this.store.counted(tenant, kind, part.length, prune);
-    this.onRemoved(tenant, part.map((doc) => doc.seq));
     this.notices.delete(tenant);
   }
 

@@ -14,8 +14,8 @@ import type { StreamStore } from '../db/streamStore';
 
 /**
  * How long an event stays usable from memory: streams that keep up read it within a second or two;
- * after this, it is read from the database again. (Removals do not wait for it: this instance's own are
- * forgotten at once, and any instance's change the organization's removal mark, `removals`.)
+ * after this, it is read from the database again. (Removals do not wait for it: a removal on any
+ * instance, this one included, changes the organization's removal mark, `removals`.)
  */
 const CACHE_TTL_MS = 60_000;
 
@@ -131,11 +131,5 @@ export class EventSource {
     if (this.marks.size >= this.capacity) this.marks.clear();
     this.marks.set(tenant, mark);
     return mark;
-  }
-
-  /** Events removed under retention (pruned or erased here): never sent again from memory. */
-  forget(tenant: string, seqs: readonly number[]): void {
-    for (const seq of seqs) this.recent.delete(`${tenant}\n${seq}`);
-    this.drops++;
   }
 }
