@@ -32,6 +32,12 @@ export interface EventDoc extends StoredEventFields {
    * written before v2 leaves, whose leaves are v1. Gone with the event when it is pruned or erased.
    */
   salt?: string;
+  /**
+   * The row's MAC (db/rowMacs.ts): written by the service with each event; absent on events written
+   * before MACs, which start-up gives one only where a verified signed checkpoint covers them. An event
+   * without a valid one is foreign: never signed, delivered or taken as authority.
+   */
+  mac?: string;
   /** Never on an event: its tombstone's mark (TombstoneDoc). */
   removed?: undefined;
 }
@@ -273,6 +279,8 @@ export interface LedgerEntryDoc {
   /** The organization checkpoint's id (`<tenant>/<size>`): how a reader finds its entry. */
   checkpoint: string;
   body: string;
+  /** The row's MAC (db/rowMacs.ts): an entry without a valid one is foreign. */
+  mac?: string;
 }
 
 /** A witness's cosignature on an installation checkpoint, verified before it was stored. */
@@ -363,6 +371,8 @@ export interface AuditOutboxDoc {
   metadata: Record<string, unknown>;
   /** When the change was made: the event's timestamp. */
   at: Date;
+  /** The row's MAC (db/rowMacs.ts), made by the admin CLI with the key file: the drain writes nothing without a valid one. */
+  mac?: string;
 }
 
 /** A legal hold: events matching its filter (none: every event) are neither pruned nor erased while it stands. */
@@ -396,6 +406,8 @@ export interface TombstoneDoc {
   removed_by: number | null;
   leaf_v: LeafCommit['v'];
   leaf: Binary;
+  /** The row's MAC (db/rowMacs.ts), as an event's. */
+  mac?: string;
 }
 
 export type RemovalKind = 'pruned' | 'erased';
