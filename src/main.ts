@@ -10,8 +10,11 @@ import { createInternalListener } from './http/internalApp';
 import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
-import { loadOrCreateSigningKey, SigningKeyError } from './ledger/signingKey';
+import { defaultLedgerName, loadOrCreateSigningKey, readSigningKey, SigningKeyError } from './ledger/signingKey';
+import { assertKeyFitsLedger } from './ledger/keyFit';
+import { collections } from './db/database';
 import { readWitnessPolicy } from './ledger/witnesses';
+import { UnsealedRowsError } from './ledger/legacyRows';
 
 /** A host as it appears in a URL: IPv6 addresses in brackets. */
 function hostForUrl(host: string): string {
@@ -22,10 +25,20 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
   const keyFile = config.ledgerKeyFile;
-  // A new key's name: the host and port people reach the service at. An existing key keeps its own.
-  const { signer, created } = loadOrCreateSigningKey(keyFile, config.ledgerName, `${new URL(config.publicUrl ?? `http://localhost:${config.port}`).host}/ledger`);
-  const ledgerName = signer.name;
+  // An existing key is read (an unusable one refused) before the database starts; a missing one is made
+  // only once the database shows no ledger signed by another key: a start with the wrong key is refused
+  // (ledger/keyFit.ts) before anything runs or answers.
+  const existing = readSigningKey(keyFile, config.ledgerName);
   const database = await connectDatabase(config, log);
+  try {
+    await assertKeyFitsLedger(collections(database.db), database.db, existing, { keyFile, dataDir: config.dataDir, mongodbUri: config.mongodbUri });
+  } catch (error) {
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+  // A new key's name: the host and port people reach the service at. An existing key keeps its own.
+  const { signer, created } = existing ? { signer: existing, created: false } : loadOrCreateSigningKey(keyFile, config.ledgerName, defaultLedgerName(config.publicUrl, config.port));
+  const ledgerName = signer.name;
   const witnessPolicy = config.witnessPolicyFile ? readWitnessPolicy(config.witnessPolicyFile) : null;
   const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs, witnessPolicy } }, systemClock, log);
   services.integrator.start();
@@ -106,7 +119,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DatabaseStartError || error instanceof SigningKeyError) {
+  if (error instanceof ConfigError || error instanceof DatabaseStartError || error instanceof SigningKeyError || error instanceof UnsealedRowsError) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(`Audit Ledger failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -7,11 +7,12 @@
 import { parseArgs } from 'node:util';
 import { type Command, flag, type Output, UsageError, type Values } from './command';
 import { adminCommands } from './commands/admin';
+import { ledgerInstallationCommands } from './commands/ledgerInstallation';
 import { clientCommands } from './commands/client';
 import { witnessCommands } from './commands/witness';
 import { streamCommands } from './commands/stream';
 
-const COMMANDS: readonly Command[] = [...adminCommands, ...clientCommands, ...streamCommands, ...witnessCommands];
+const COMMANDS: readonly Command[] = [...adminCommands, ...ledgerInstallationCommands, ...clientCommands, ...streamCommands, ...witnessCommands];
 const COMMON = { json: flag, help: { type: 'boolean', short: 'h' } } as const;
 
 function usage(): string {

@@ -98,7 +98,7 @@ export const toEvent: (doc: EventDoc) => TEvent = toApiEvent;
 export const toEventJson: (doc: EventDoc) => string = toApiEventJson;
 
 /** The ledger's hashes of a stored event (`domain/ledger/eventHash.ts`), from the stored metadata text as it is. */
-export function eventHashesOfDoc(doc: EventDoc): EventHashes {
+export function eventHashesOfDoc(doc: Omit<EventDoc, 'seq' | 'month' | 'month_seq'>): EventHashes {
   return eventHashes(hashInputOfStored(doc), doc.salt);
 }
 
@@ -454,4 +454,33 @@ export interface RetentionStateDoc {
   policy_days?: number;
   /** Changed whenever events are removed (RetentionStore.markRemoval); absent until the first removal. */
   removal_mark?: string;
+}
+
+/** Which kind of row a foreign row was found as (db/rowMacs.ts). */
+export type ForeignKind = 'event' | 'tombstone' | 'entry' | 'outbox';
+
+/**
+ * A row found without a valid MAC in a place the service needed (a sequence number or an index not
+ * signed yet), moved here whole so that it can neither take that place nor be lost as evidence.
+ */
+export interface ForeignRowDoc {
+  /** Random. */
+  _id: string;
+  kind: ForeignKind;
+  /** Where it was met (the writer, the ledger, the drain, ...). */
+  where: string;
+  found_at: Date;
+  /** The row as it was found (its `_id` included). */
+  row: Record<string, unknown>;
+}
+
+/**
+ * A fact about the installation's data. `row_macs`: every event and tombstone stored before it was
+ * written was sealed with its MAC (ledger/legacyRows.ts), so a row without one is foreign, not an
+ * earlier version's. Not authenticated, and need not be: without it, start-up looks again, and rows
+ * no signed checkpoint covers are never sealed by that look.
+ */
+export interface InstallationStateDoc {
+  _id: 'row_macs';
+  at: Date;
 }

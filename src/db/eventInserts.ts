@@ -6,10 +6,15 @@
 import { MongoBulkWriteError, MongoServerError, type WriteError } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Collections } from './database';
-import type { EventDoc } from './documents';
+import type { EventDoc, StoredEvent } from './documents';
+import type { ForeignRows } from './foreignRows';
+import type { RowMac } from '../domain/ledger/rowMac';
+import { isOwnStored } from './rowMacs';
 import { describeDbError, DUPLICATE_KEY, isDatabaseUnreachable, isDuplicateKey } from './errors';
 
 const WRITE_CONCERN = { w: 'majority', j: true } as const;
+/** Foreign rows the newest-event search moves aside before it gives up for this round (the next one goes on). */
+const MAX_FOREIGN_IN_A_ROW = 100;
 
 /** How an insert ended: how many documents (a prefix) were stored, and what stopped the rest. */
 export type InsertOutcome =
@@ -34,7 +39,25 @@ export class EventInserts {
   constructor(
     private readonly c: Collections,
     private readonly log: Logger,
+    /** Null where nothing is signed (no key file): every row is then taken as it is. */
+    private readonly rowMac: RowMac | null = null,
+    private readonly foreign: ForeignRows | null = null,
   ) {}
+
+  /**
+   * The rows of `found` that are the service's own; the others (foreign: no valid MAC) are moved aside,
+   * out of the number or id they took, so that the service's own event can be stored there.
+   */
+  async own<T extends StoredEvent>(found: T[], where: string): Promise<T[]> {
+    const { rowMac, foreign } = this;
+    if (!rowMac || !foreign) return found;
+    const own: T[] = [];
+    for (const doc of found) {
+      if (isOwnStored(rowMac, doc)) own.push(doc);
+      else await foreign.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, where);
+    }
+    return own;
+  }
 
   /** Ordered insert: on the first failing document the database stops, so what was stored is a prefix. */
   async insertInOrder(docs: EventDoc[]): Promise<InsertOutcome> {
@@ -103,9 +126,22 @@ export class EventInserts {
    * usually two, since the hint is the last number the writer saw. Never a sorted query.
    */
   async newest(tenant: string, taken: number): Promise<StoredPosition | null> {
+    for (let tries = 0; ; tries++) {
+      const found = await this.newestTaken(tenant, taken);
+      if (!found || !this.rowMac || tries === MAX_FOREIGN_IN_A_ROW) return found;
+      // The newest row must be the service's own: a foreign one (written behind its back at the next
+      // number, or further on) is moved aside, and the search goes on below it.
+      const doc = await this.c.eventSlots.findOne({ tenant, seq: found.seq });
+      if (!doc || (await this.own([doc], 'the writer\'s newest-event search')).length > 0) return found;
+      taken = Math.max(0, found.seq - 1);
+    }
+  }
+
+  /** The newest number taken, by whatever row: gallop, then bisect. */
+  private async newestTaken(tenant: string, taken: number): Promise<StoredPosition | null> {
     const [known, next] = await Promise.all([taken > 0 ? this.at(tenant, taken) : null, this.at(tenant, taken + 1)]);
     // The hint is gone (events deleted behind the service's back): start from nothing.
-    if (taken > 0 && !known) return this.newest(tenant, 0);
+    if (taken > 0 && !known) return this.newestTaken(tenant, 0);
     let low = next ?? known;
     if (!low) return null;
     let free = low.seq + 1;

@@ -4,7 +4,10 @@
  */
 import type { Filter, FindCursor } from 'mongodb';
 import type { CursorPosition } from '../domain/cursor';
-import { type EventDoc, LIVE, type StoredEvent } from './documents';
+import { type EventDoc, isTombstone, LIVE, type StoredEvent } from './documents';
+import type { ForeignRows } from './foreignRows';
+import type { RowMac } from '../domain/ledger/rowMac';
+import { isOwnStored } from './rowMacs';
 import type { Collections } from './database';
 
 /** Filters after parsing: range bounds are instants, both inclusive. */
@@ -35,7 +38,21 @@ export class EventReader {
   constructor(
     private readonly c: Collections,
     readonly tenant: string,
+    /** Rows are shown only with a valid MAC (db/rowMacs.ts); null where nothing is signed (no key file). */
+    private readonly rowMac: RowMac | null = null,
+    private readonly foreign: ForeignRows | null = null,
   ) {}
+
+  /**
+   * Whether a stored row is the service's own: every read that answers a client, exports or replays goes
+   * through this, so a row written into the database behind the service's back is never shown as an event.
+   * A foreign row is named (db/foreignRows.ts).
+   */
+  isOwn(doc: StoredEvent): boolean {
+    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
+    this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'a read');
+    return false;
+  }
 
   /** Builds the filter; values are plain strings and Dates, never client-supplied objects. */
   private filter(query: EventQuery, after?: CursorPosition): Filter<EventDoc> {
@@ -70,7 +87,8 @@ export class EventReader {
   }
 
   async get(id: string): Promise<EventDoc | null> {
-    return this.c.events.findOne({ _id: id, tenant: this.tenant, ...LIVE });
+    const doc = await this.c.events.findOne({ _id: id, tenant: this.tenant, ...LIVE });
+    return doc && this.isOwn(doc) ? doc : null;
   }
 
   /**
@@ -97,13 +115,22 @@ export class EventReader {
     return low;
   }
 
-  /** Those of `ids` that are stored, by id: events, or the tombstones of those removed. */
+  /**
+   * Those of `ids` that are stored, by id: events, or the tombstones of those removed. These ids are the
+   * service's own (a retried write's, an idempotency claim's): a foreign row under one of them is moved
+   * aside (db/foreignRows.ts), so that the service's own event can be stored under it.
+   */
   async getMany(ids: string[]): Promise<Map<string, StoredEvent>> {
     if (ids.length === 0) return new Map();
     // One id as an equality: FerretDB serves that from an index, but never an `$in` (MongoDB serves both).
     // One batch: a cursor left open holds one of FerretDB's PostgreSQL connections (src/domain/limited.ts).
     const found = await this.c.eventSlots.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }, { batchSize: ids.length }).toArray();
-    return new Map(found.map((doc) => [doc._id, doc]));
+    const own = new Map<string, StoredEvent>();
+    for (const doc of found) {
+      if (this.isOwn(doc)) own.set(doc._id, doc);
+      else await this.foreign?.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'a lookup by id');
+    }
+    return own;
   }
 
   /**
@@ -121,6 +148,7 @@ export class EventReader {
     let bytes = 0;
     try {
       for await (const doc of cursor) {
+        if (!this.isOwn(doc)) continue;
         bytes += approximateJsonBytes(doc);
         if (rows.length === bounds.limit || (rows.length > 0 && bytes > bounds.maxBytes)) return { rows, hasMore: true };
         rows.push(doc);

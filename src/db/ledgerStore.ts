@@ -5,10 +5,13 @@
  * every call covers all the organizations due in that round, one command per collection, and reports
  * per document what failed, so one organization's failure stays its own.
  */
+import { randomUUID } from 'node:crypto';
 import { type AnyBulkWriteOperation, Binary, MongoBulkWriteError, type WriteError } from 'mongodb';
 import type { Collections } from './database';
 import type { LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, StoredEvent } from './documents';
-import { DUPLICATE_KEY } from './errors';
+import { DUPLICATE_KEY, isDuplicateKey } from './errors';
+import { ForeignRows } from './foreignRows';
+import pino from 'pino';
 import { type Tile, tileId, tileKey } from '../domain/ledger/tiles';
 
 /** A tile of `tenant`'s log as its document: one per width the tile had. */
@@ -78,6 +81,14 @@ export class TenantLedgerStore {
     return this.c.eventSlots.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
   }
 
+  /** Gives these rows of the organization their MACs (an upgrade's, or a reseal's), a few per command (FerretDB). */
+  async sealRows(seals: readonly { _id: string; seq: number; mac: string }[]): Promise<void> {
+    for (let at = 0; at < seals.length; at += HEAD_UPDATES_PER_COMMAND) {
+      const ops = seals.slice(at, at + HEAD_UPDATES_PER_COMMAND).map(({ _id, seq, mac }) => ({ updateOne: { filter: { _id, tenant: this.tenant, seq }, update: { $set: { mac } } } }));
+      await this.c.eventSlots.bulkWrite(ops, { ordered: false, ...DURABLE });
+    }
+  }
+
   /** A reseal's writes: planted checkpoints out, the rebuilt tiles and checkpoint in, the head set (not raised). */
   async replaceLog(planted: readonly string[], tiles: readonly LedgerTileDoc[], checkpoint: LedgerCheckpointDoc): Promise<void> {
     if (planted.length) await this.c.ledgerCheckpoints.deleteMany({ tenant: this.tenant, _id: { $in: [...planted] } }, DURABLE);
@@ -89,7 +100,25 @@ export class TenantLedgerStore {
 
 /** The integrator's side: the writes and reads of one round, for all of its organizations at once. */
 export class LedgerStore {
-  constructor(private readonly c: Collections) {}
+  constructor(
+    private readonly c: Collections,
+    /** Rows met without a valid MAC: named, counted, moved aside (a store made without one names nothing). */
+    readonly foreign: ForeignRows = new ForeignRows(c, pino({ enabled: false })),
+  ) {}
+
+  /** Whether every row stored before was sealed (InstallationStateDoc `row_macs`). */
+  async rowsSealed(): Promise<boolean> {
+    return (await this.c.installationState.findOne({ _id: 'row_macs' })) !== null;
+  }
+
+  async markRowsSealed(at: Date): Promise<void> {
+    await this.c.installationState.updateOne({ _id: 'row_macs' }, { $set: { at } }, { upsert: true, ...DURABLE });
+  }
+
+  /** The organizations with events or tombstones stored without a MAC (a scan: once, at an upgrade). */
+  tenantsWithUnsealedRows(): Promise<string[]> {
+    return this.c.eventSlots.distinct('tenant', { mac: { $exists: false } });
+  }
 
   forTenant(tenant: string): TenantLedgerStore {
     return new TenantLedgerStore(this.c, tenant);
@@ -199,9 +228,58 @@ export class LedgerStore {
     return this.c.ledgerEntries.find({ _id: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ _id: 1 }).toArray();
   }
 
-  /** Whether the installation log holds a checkpoint of `tenant`'s log. */
-  async hasEntriesOf(tenant: string): Promise<boolean> {
-    return (await this.c.ledgerEntries.findOne({ tenant }, { projection: { _id: 1 } })) !== null;
+  /**
+   * The installation log's entries whose body is a checkpoint of the log `origin` (`<name>/<org id>`):
+   * those whose first line is `origin`, by a range on the body (every such body lies between
+   * `origin + "\n"` and `origin + "\v"`, the character after the newline), never by the `tenant` field,
+   * which nothing authenticates. Whether they count is the caller's decision (their MACs, the signed tree).
+   */
+  entriesWithOrigin(origin: string): AsyncIterable<LedgerEntryDoc> {
+    return this.c.ledgerEntries.find({ body: { $gt: `${origin}\n`, $lt: `${origin}\v` } }, { batchSize: 16 });
+  }
+
+  /** How many entries have an index from `from` to `to` − 1 (a signed range must hold every one). */
+  countEntries(from: number, to: number): Promise<number> {
+    return this.c.ledgerEntries.countDocuments({ _id: { $gte: from, $lt: to } });
+  }
+
+  /** The entries below index `size` with no MAC at all: written before entries had one (the upgrade). */
+  unsealedEntriesBelow(size: number): AsyncIterable<LedgerEntryDoc> {
+    return this.c.ledgerEntries.find({ _id: { $lt: size }, mac: { $exists: false } }, { batchSize: 1000 }).sort({ _id: 1 });
+  }
+
+  /**
+   * Gives entries that had no MAC their MAC (`docs`: the entries, sealed), each only if it is still
+   * exactly as read: at most HEAD_UPDATES_PER_COMMAND statements to a command (FerretDB, see raiseHeads).
+   */
+  async sealEntries(docs: readonly LedgerEntryDoc[]): Promise<void> {
+    for (let at = 0; at < docs.length; at += HEAD_UPDATES_PER_COMMAND) {
+      const ops: AnyBulkWriteOperation<LedgerEntryDoc>[] = docs.slice(at, at + HEAD_UPDATES_PER_COMMAND).map((doc) => ({
+        updateOne: { filter: { _id: doc._id, tenant: doc.tenant, checkpoint: doc.checkpoint, body: doc.body, mac: { $exists: false } }, update: { $set: { mac: doc.mac } } },
+      }));
+      await this.c.ledgerEntries.bulkWrite(ops, { ordered: false, ...DURABLE });
+    }
+  }
+
+  /**
+   * Moves a foreign entry (no valid MAC) out of the installation log: named and counted (db/foreignRows.ts),
+   * copied into `foreign_rows` whole, then exactly that document deleted (its index, its fields as read).
+   */
+  async setEntryAside(entry: LedgerEntryDoc, where: string): Promise<void> {
+    this.foreign.met('entry', entry, where);
+    await this.c.foreignRows.insertOne({ _id: randomUUID(), kind: 'entry', where, found_at: new Date(), row: { ...entry } });
+    await this.c.ledgerEntries.deleteOne({ _id: entry._id, tenant: entry.tenant, checkpoint: entry.checkpoint, body: entry.body, mac: entry.mac ?? { $exists: false } }, DURABLE);
+  }
+
+  /** Inserts one entry at its index; false when the index is taken (by another instance meanwhile). */
+  async insertEntry(doc: LedgerEntryDoc): Promise<boolean> {
+    try {
+      await this.c.ledgerEntries.insertOne(doc, DURABLE);
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
   }
 
   /** The installation log's entries in order (the audit). */
@@ -209,9 +287,12 @@ export class LedgerStore {
     return this.c.ledgerEntries.find({}).sort({ _id: 1 });
   }
 
-  /** The installation log's entry holding this organization checkpoint, if any. */
-  entryOf(checkpoint: string): Promise<LedgerEntryDoc | null> {
-    return this.c.ledgerEntries.findOne({ checkpoint });
+  /**
+   * The installation log's entry holding this organization checkpoint (`body`: its body), if any: by its
+   * id and its body, so an entry whose `checkpoint` field was changed to name another is not taken for it.
+   */
+  entryOf(checkpoint: string, body: string): Promise<LedgerEntryDoc | null> {
+    return this.c.ledgerEntries.findOne({ checkpoint, body });
   }
 
   /**

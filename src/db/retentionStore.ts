@@ -6,7 +6,10 @@ import { randomUUID } from 'node:crypto';
 import type { Collections } from './database';
 import { type PolicyChange, RETENTION_ACTIONS, ZPolicyChangedMeta } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
-import { type EventDoc, LIVE, type RetentionHoldDoc, type RetentionStateDoc, type TombstoneDoc } from './documents';
+import { type EventDoc, isTombstone, LIVE, type RetentionHoldDoc, type RetentionStateDoc, type StoredEvent, type TombstoneDoc } from './documents';
+import type { ForeignRows } from './foreignRows';
+import type { RowMac } from '../domain/ledger/rowMac';
+import { isOwnStored, sealTombstone } from './rowMacs';
 
 /** Events read per batch when looking for what to remove. */
 const BATCH = 1_000;
@@ -17,7 +20,21 @@ const BATCH = 1_000;
 const REPLACES_PER_COMMAND = 16;
 
 export class RetentionStore {
-  constructor(private readonly c: Collections) {}
+  constructor(
+    private readonly c: Collections,
+    /**
+     * Only the service's own rows (db/rowMacs.ts) are authority (policy entries) or removed (a foreign row
+     * is never turned into a tombstone the service would seal); null where nothing is signed.
+     */
+    private readonly rowMac: RowMac | null = null,
+    private readonly foreign: ForeignRows | null = null,
+  ) {}
+
+  private own<T extends StoredEvent>(doc: T): boolean {
+    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
+    this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'retention');
+    return false;
+  }
 
   /**
    * The organization's policy changes, oldest first, read from its log: the entries are the policy (no
@@ -27,6 +44,7 @@ export class RetentionStore {
     const entries = await this.c.events.find({ tenant, action: RETENTION_ACTIONS.policyChanged, api_key_id: SELF_AUDIT_KEY_ID }).sort({ ts: 1, _id: 1 }).toArray();
     const changes: (PolicyChange & { seq: number })[] = [];
     for (const doc of entries) {
+      if (!this.own(doc)) continue;
       const meta = ZPolicyChangedMeta.safeParse(JSON.parse(doc.metadata));
       if (meta.success) changes.push({ seq: doc.seq, days: meta.data.days, effectiveAt: Date.parse(meta.data.effective_at), recordedAt: doc.ts.getTime() });
     }
@@ -77,6 +95,7 @@ export class RetentionStore {
   async *receivedBefore(tenant: string, cutoff: Date, upTo: number): AsyncGenerator<EventDoc[]> {
     let batch: EventDoc[] = [];
     for await (const doc of this.c.events.find({ tenant, received_at: { $lt: cutoff }, seq: { $lte: upTo } }).sort({ received_at: 1 }).batchSize(BATCH)) {
+      if (!this.own(doc)) continue;
       batch.push(doc);
       if (batch.length === BATCH) {
         yield batch;
@@ -89,7 +108,7 @@ export class RetentionStore {
   /** An actor's events, or the events with these ids, in seq order (never a tombstone: those are removed already). */
   async matching(tenant: string, which: { actor_id?: string; event_ids?: readonly string[] }): Promise<EventDoc[]> {
     const query = which.actor_id !== undefined ? { tenant, actor_id: which.actor_id } : { tenant, _id: { $in: [...(which.event_ids ?? [])] }, ...LIVE };
-    return (await this.c.events.find(query).toArray()).sort((a, b) => a.seq - b.seq);
+    return (await this.c.events.find(query).toArray()).filter((doc) => this.own(doc)).sort((a, b) => a.seq - b.seq);
   }
 
   /**
@@ -100,7 +119,7 @@ export class RetentionStore {
   async remove(tenant: string, tombstones: readonly TombstoneDoc[]): Promise<number> {
     let removed = 0;
     for (let at = 0; at < tombstones.length; at += REPLACES_PER_COMMAND) {
-      const replaces = tombstones.slice(at, at + REPLACES_PER_COMMAND).map((doc) => ({ replaceOne: { filter: { _id: doc._id, tenant, ...LIVE }, replacement: doc } }));
+      const replaces = tombstones.slice(at, at + REPLACES_PER_COMMAND).map((doc) => ({ replaceOne: { filter: { _id: doc._id, tenant, ...LIVE }, replacement: this.rowMac ? sealTombstone(this.rowMac, doc) : doc } }));
       removed += (await this.c.eventSlots.bulkWrite(replaces, { ordered: false, writeConcern: { w: 'majority', j: true } })).modifiedCount;
     }
     return removed;

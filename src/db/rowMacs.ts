@@ -42,6 +42,11 @@ export function sealOutbox(mac: RowMac, doc: Omit<AuditOutboxDoc, 'mac'>): Audit
   return { ...doc, mac: mac.of('outbox', outboxFields(doc)) };
 }
 
+/** The MAC a stored event or tombstone would carry as the service's own (an upgrade's or a reseal's seal). */
+export function rowMacOf(mac: RowMac, doc: StoredEvent, commit: LeafCommit): string {
+  return isTombstone(doc) ? mac.of('tombstone', tombstoneFields(doc)) : eventMac(mac, doc, commit);
+}
+
 /**
  * Whether a stored event or tombstone is the service's own: its MAC is valid for what it holds now.
  * `commit`: the event's leaf commitment when the caller computed it already (it costs a canonical JSON

@@ -13,6 +13,8 @@ import { LedgerStore } from './ledgerStore';
 import type { Logger } from 'pino';
 import { ExportLeaseStore } from './exportLeaseStore';
 import { WitnessStore } from './witnessStore';
+import { ForeignRows } from './foreignRows';
+import type { RowMac } from '../domain/ledger/rowMac';
 
 export class Stores {
   /** Idempotency claims (their ids bind the organization: `claimIdOf`). */
@@ -26,14 +28,20 @@ export class Stores {
   readonly exportLeases: ExportLeaseStore;
   /** What the installation knows of its witnesses. */
   readonly witnesses: WitnessStore;
+  /** Rows met without a valid MAC: named, counted, moved aside where they take a place. */
+  readonly foreign: ForeignRows;
 
   constructor(
     private readonly c: Collections,
     log: Logger,
+    /** The installation's row MACs (null: no key file here, nothing is signed). */
+    readonly rowMac: RowMac | null = null,
   ) {
+    this.foreign = new ForeignRows(c, log);
     this.claims = new IdempotencyRepository(c);
-    this.inserts = new EventInserts(c, log);
-    this.ledger = new LedgerStore(c);
+    this.inserts = new EventInserts(c, log, rowMac, this.foreign);
+
+    this.ledger = new LedgerStore(c, this.foreign);
     this.apiKeys = new ApiKeyRepository(c);
     this.exportLeases = new ExportLeaseStore(c);
     this.witnesses = new WitnessStore(c);
@@ -41,7 +49,7 @@ export class Stores {
 
   /** One organization's events, read. */
   events(tenant: string): EventReader {
-    return new EventReader(this.c, tenant);
+    return new EventReader(this.c, tenant, this.rowMac, this.foreign);
   }
 
   /** The instance list's collection (a handful of documents, one per running instance). */

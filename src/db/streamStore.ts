@@ -5,6 +5,9 @@
 import type { Collections } from './database';
 import { type EventDoc, isTombstone, LIVE, type StoredEvent, type StreamDoc, type StreamProgressDoc } from './documents';
 import { DUPLICATE_KEY } from './errors';
+import type { ForeignRows } from './foreignRows';
+import type { RowMac } from '../domain/ledger/rowMac';
+import { isOwnStored } from './rowMacs';
 
 const DURABLE = { writeConcern: { w: 'majority' as const, j: true } };
 
@@ -75,7 +78,17 @@ export class StreamStore {
      * `seq` reach the GIN index. MongoDB serves the range from the (tenant, seq) index.
      */
     private readonly pointReads: boolean,
+    /** Only the service's own rows are delivered (db/rowMacs.ts); null where nothing is signed. */
+    private readonly rowMac: RowMac | null = null,
+    private readonly foreign: ForeignRows | null = null,
   ) {}
+
+  /** Whether a row may be delivered (or skipped as removed): the service's own; a foreign one is named. */
+  private own(doc: StoredEvent): boolean {
+    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
+    this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'a stream');
+    return false;
+  }
 
   forTenant(tenant: string): TenantStreams {
     return new TenantStreams(this.c, tenant);
@@ -107,18 +120,18 @@ export class StreamStore {
    * stream skips them instead of waiting for them. Read only when the next number holds no event.
    */
   async removedRun(tenant: string, from: number, to: number): Promise<number> {
-    const removed = await this.c.eventSlots.find({ tenant, seq: { $gte: from, $lte: to }, removed: { $exists: true } }, { projection: { _id: 0, seq: 1 } }).sort({ seq: 1 }).toArray();
+    const removed = await this.c.eventSlots.find({ tenant, seq: { $gte: from, $lte: to }, removed: { $exists: true } }).sort({ seq: 1 }).toArray();
     let run = 0;
-    while (run < removed.length && (removed[run] as { seq: number }).seq === from + run) run++;
+    while (run < removed.length && (removed[run] as StoredEvent).seq === from + run && this.own(removed[run] as StoredEvent)) run++;
     return run;
   }
 
-  /** The events `from`..`to` of `tenant` in sequence order, up to the first one not stored or removed. */
+  /** The events `from`..`to` of `tenant` in sequence order, up to the first one not stored, removed or foreign. */
   async eventsBetween(tenant: string, from: number, to: number): Promise<EventDoc[]> {
     if (to < from) return [];
     const run: EventDoc[] = [];
     for (const doc of await this.slotsBetween(tenant, from, to)) {
-      if (doc.seq !== from + run.length || isTombstone(doc)) break;
+      if (doc.seq !== from + run.length || isTombstone(doc) || !this.own(doc)) break;
       run.push(doc);
     }
     return run;

@@ -12,7 +12,7 @@
  * and deleting the body, which a later prune or erasure finishes), loses on the unique indexes.
  */
 import type { Collection } from 'mongodb';
-import { type EventDoc, type IdempotencyClaimDoc, type LegacyKeptLeafDoc, type StoredEvent, toEvent, type TombstoneDoc } from './documents';
+import { type EventDoc, type IdempotencyClaimDoc, type InstallationStateDoc, type LegacyKeptLeafDoc, type StoredEvent, toEvent, type TombstoneDoc } from './documents';
 import { DUPLICATE_KEY, isDuplicateKey } from './errors';
 import { checkRetention, logEntryOf, RETENTION_ACTIONS, type RetentionCheck } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
@@ -25,6 +25,7 @@ interface Migrated {
   eventSlots: Collection<StoredEvent>;
   legacyKeptLeaves: Collection<LegacyKeptLeafDoc>;
   idempotencyClaims: Collection<IdempotencyClaimDoc>;
+  installationState: Collection<InstallationStateDoc>;
 }
 
 export async function migrateKeptLeaves(c: Migrated): Promise<number> {
@@ -56,6 +57,9 @@ export async function migrateKeptLeaves(c: Migrated): Promise<number> {
   }
   if (batch.length) await flush();
   for (const tenant of checks.keys()) await markLegacyClaims(c, tenant);
+  // Tombstones of an earlier version's leaves have no MAC yet: the start-up's upgrade pass seals those a
+  // signed checkpoint covers (ledger/legacyRows.ts), which it does only while the installation is not marked.
+  if (migrated > 0) await c.installationState.deleteOne({ _id: 'row_macs' });
   return migrated;
 }
 

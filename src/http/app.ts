@@ -47,7 +47,7 @@ export interface HttpOptions {
 }
 
 export function createHttpApp(services: Services, options: HttpOptions = {}): HttpApp {
-  const stats = () => ({ ingest: services.ingest.stats, idempotency: services.idempotent.stats, ledger: services.integrator.stats, audit: services.ledgerAudit.stats, witnesses: services.witnesses?.counts ?? null, streams: services.streamDelivery.stats });
+  const stats = () => ({ ingest: services.ingest.stats, idempotency: services.idempotent.stats, ledger: services.integrator.stats, audit: services.ledgerAudit.stats, witnesses: services.witnesses?.counts ?? null, streams: services.streamDelivery.stats, selfAudit: services.selfAudit.stats, foreign: services.foreign.counts });
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, stats });
   // The client address is the right-most X-Forwarded-For entry that a trusted proxy added: entries
   // further left were sent by the client and can say anything.

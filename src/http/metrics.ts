@@ -5,6 +5,7 @@ import type { IdempotencyStats } from '../services/idempotency';
 import type { Services } from '../services/container';
 import type { Witnesses } from '../ledger/witnesses';
 import type { StreamStats } from '../streams/deliverer';
+import type { ForeignRows } from '../db/foreignRows';
 
 /** The services' plain counters, read when metrics are scraped. */
 export interface ServiceStats {
@@ -16,6 +17,10 @@ export interface ServiceStats {
   witnesses: Witnesses['counts'] | null;
   /** Log streams this instance delivers. */
   streams: StreamStats;
+  /** The self-audit outbox's drain: records found foreign (not the admin CLI's). */
+  selfAudit: Services['selfAudit']['stats'];
+  /** Rows met without a valid MAC, by kind, and those moved aside. */
+  foreign: ForeignRows['counts'];
 }
 
 export interface Metrics {
@@ -60,6 +65,18 @@ export function createMetrics(options: { defaultMetrics: boolean; stats: () => S
   gauge('stream_events_delivered_total', 'Events in those batches', (s) => s.streams.events);
   gauge('stream_delivery_failures_total', 'Stream sends that failed (retried with backoff)', (s) => s.streams.failures);
   gauge('streams_failing', 'Streams of this instance whose destination has failed past the limit', (s) => s.streams.failing);
+  new Gauge({
+    name: 'ledger_foreign_rows_total',
+    help: 'Rows met without a valid MAC (written into the database behind the service\'s back): never signed, delivered or taken as authority',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      const counts = options.stats().foreign;
+      for (const kind of ['event', 'tombstone', 'entry', 'outbox'] as const) this.set({ kind }, counts[kind]);
+    },
+  });
+  gauge('ledger_foreign_rows_moved_aside_total', 'Foreign event rows moved out of a sequence number the service needed, into foreign_rows', (s) => s.foreign.movedAside);
+  gauge('self_audit_outbox_foreign_total', 'Self-audit outbox records that were not the admin CLI\'s (no valid MAC, or not a kind it makes): never written, moved aside into foreign_rows', (s) => s.selfAudit.outboxForeign);
   gauge('ledger_audit_runs_total', 'Background audits completed', (s) => s.audit.runs);
   gauge('ledger_audit_findings_total', 'Events or ledger records found changed by the background audit', (s) => s.audit.findings);
   return {

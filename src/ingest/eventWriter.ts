@@ -43,7 +43,10 @@ import { AppError, MESSAGES } from '../domain/errors';
 import { mapLimited } from '../domain/limited';
 import { type Clock, utcMonth } from '../domain/time';
 import type { ActiveKeys } from '../db/apiKeyRepository';
-import type { EventDoc, StoredEvent } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, type StoredEvent } from '../db/documents';
+import { eventMac } from '../db/rowMacs';
+import { type EventHashes, leafCommitOf } from '../domain/ledger/eventHash';
+import type { RowMac } from '../domain/ledger/rowMac';
 import { describeDbError, UNAVAILABLE_RETRY_AFTER_S, unreachableDatabaseError } from '../db/errors';
 import type { EventInserts, InsertOutcome } from '../db/eventInserts';
 import type { EventReader } from '../db/eventReader';
@@ -61,6 +64,8 @@ interface Pending {
    * the caller is answered when none is missing.
    */
   docs: (StoredEvent | undefined)[];
+  /** The events' hashes, by position, computed once (their MACs, their receipts and their leaves use them). */
+  hashes: (EventHashes | undefined)[];
   resolve: (docs: StoredEvent[]) => void;
   reject: (error: unknown) => void;
 }
@@ -77,6 +82,7 @@ function missing(p: Pending): { draft: WriteUnit['drafts'][number]; index: numbe
 /** One event of the round's insert, and the unit (and position in it) it answers. */
 interface Placed {
   doc: EventDoc;
+  hashes: EventHashes;
   owner: Pending;
   index: number;
 }
@@ -150,10 +156,12 @@ export class EventWriter {
     private readonly log: Logger,
     /** Told about keys found revoked at commit, so authentication stops trusting them at once. */
     private readonly onInactiveKey: (hash: string) => void = () => undefined,
-    /** Told about every event this writer stored, once it is durable (the ledger integrates them). */
-    private readonly onStored: (docs: EventDoc[]) => void = () => undefined,
+    /** Told about every event this writer stored, with its hashes, once it is durable (the ledger integrates them). */
+    private readonly onStored: (docs: EventDoc[], hashes: EventHashes[]) => void = () => undefined,
     /** How long the next round gathers when events are already waiting at the end of one (ms; 0: none). */
     private readonly commitDelayMs = 0,
+    /** Seals each event at its place (db/rowMacs.ts); null where nothing is signed (no key file). */
+    private readonly rowMac: RowMac | null = null,
   ) {}
 
   /**
@@ -181,7 +189,7 @@ export class EventWriter {
     const refusal = unit.capExempt ? null : this.refusedAtDoor(tenant.id);
     if (refusal) return Promise.reject(refusal);
     return new Promise<StoredEvent[]>((resolve, reject) => {
-      tenant.queue.push({ unit, tenant: tenant.id, docs: [], resolve, reject });
+      tenant.queue.push({ unit, tenant: tenant.id, docs: [], hashes: [], resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;
       });
@@ -328,7 +336,11 @@ export class EventWriter {
       // The service's own records take sequence numbers, not places in the month's count (placement.ts).
       const step = owner.unit.keyHash === null ? 0 : 1;
       (todo[i] ?? []).forEach(({ draft, index }, k) => {
-        placed.push({ doc: { ...draft, seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step }, owner, index });
+        const hashes = (owner.hashes[index] ??= eventHashesOfDoc(draft));
+        const doc: EventDoc = { ...draft, seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step };
+        // The MAC binds the event to this place: the same event at another number is foreign.
+        if (this.rowMac) doc.mac = eventMac(this.rowMac, doc, leafCommitOf(hashes));
+        placed.push({ doc, hashes, owner, index });
       });
     });
     return placed;
@@ -344,7 +356,7 @@ export class EventWriter {
       tenant.taken = doc.seq;
       owner.docs[index] = doc;
     }
-    if (prefix.length > 0) this.onStored(prefix.map((p) => p.doc));
+    if (prefix.length > 0) this.onStored(prefix.map((p) => p.doc), prefix.map((p) => p.hashes));
   }
 
   /**
@@ -356,6 +368,8 @@ export class EventWriter {
     const tenant = this.tenant(stopped.tenant);
     tenant.newest = null;
     const waiting = pending.filter((p) => p.tenant === stopped.tenant);
+    // A row under one of these ids that the service did not write (db/rowMacs.ts) is no answer: getMany moves
+    // it aside, and the event is written again as after a lost race.
     const found = await this.readerOf(stopped.tenant).getMany(waiting.flatMap((p) => missing(p).map(({ draft }) => draft._id)));
     for (const p of waiting) {
       for (const { draft, index } of missing(p)) {

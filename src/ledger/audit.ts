@@ -12,13 +12,15 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { checkpointProblem } from '../domain/ledger/checkpoint';
 import { eventLeafHash } from '../domain/ledger/eventHash';
 import { leafHash, RootAccumulator } from '../domain/ledger/merkle';
-import type { Verifier } from '../domain/ledger/note';
+import type { Signer, Verifier } from '../domain/ledger/note';
+import { RowMac } from '../domain/ledger/rowMac';
+import { isOwnEntry, isOwnStored } from '../db/rowMacs';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
-import { isTombstone, leafCommitOfStored, toEvent } from '../db/documents';
+import { isTombstone, leafCommitOfStored, type LedgerEntryDoc, toEvent } from '../db/documents';
 import { checkRetention, type LogEntry, logEntryOf } from '../domain/retention';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
-import { INSTALLATION, logOrigin } from './integrator';
+import { entryFieldsOfBody, INSTALLATION, logOrigin, signedLeafIs } from './integrator';
 import { TileReader } from './tileReader';
 
 /** How far from its signed place a moved event is looked for; one moved further is reported as an edit. */
@@ -33,7 +35,7 @@ const UNANCHORED_GRACE_MS = 60_000;
  */
 const REMOVAL_GRACE_MS = 10 * 60_000;
 
-export type FindingKind = 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored' | 'installation' | 'witness' | 'retention';
+export type FindingKind = 'foreign' | 'edited' | 'deleted' | 'inserted' | 'moved' | 'tiles' | 'checkpoint' | 'gap' | 'unanchored' | 'installation' | 'witness' | 'retention';
 
 export interface Finding {
   kind: FindingKind;
@@ -54,12 +56,19 @@ export interface AuditReport {
   findings: Finding[];
 }
 
+/** The signing key itself, when `verifier` is one (the service's, the key file's), not only a verifier key. */
+function signerOf(verifier: Verifier | null): Signer | null {
+  return verifier && 'privateKey' in verifier ? (verifier as Signer) : null;
+}
+
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Audits the log of `store`'s organization; `verifier`: the installation's key, when known (its name is the ledger's). */
-export async function auditLog(store: TenantLedgerStore, verifier: Verifier | null, now: Date = new Date()): Promise<AuditReport> {
+export async function auditLog(store: TenantLedgerStore, verifier: Verifier | null, now: Date = new Date(), keyFile: Signer | null = signerOf(verifier)): Promise<AuditReport> {
   const tenant = store.tenant;
   const findings: Finding[] = [];
+  // With the key file (`keyFile`: the signing key, of the same key as `verifier`), every row's MAC is checked too (db/rowMacs.ts).
+  const rowMac = keyFile && (!verifier || keyFile.publicKey.equals(verifier.publicKey)) ? RowMac.fromSigner(keyFile) : null;
 
   // Every checkpoint's signature, when the key is known, and its origin; the newest is the anchor.
   let newest: { size: number; root: string } | null = null;
@@ -129,7 +138,12 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     if (doc.seq < expected) continue; // a duplicate sequence number cannot be stored (unique index)
     await missingUpTo(doc.seq);
     expected = doc.seq + 1;
-    const entry = removed ? null : logEntryOf(doc.seq, toEvent(doc));
+    const foreign = rowMac !== null && !isOwnStored(rowMac, doc);
+    if (foreign) {
+      findings.push({ kind: 'foreign', leaf_index: doc.seq - 1, event_id: doc._id, detail: `the ${removed ? 'tombstone' : 'event'} at sequence number ${doc.seq} (id ${doc._id}) has no valid MAC: this installation did not write it as it is (inserted or changed behind its back); it is never signed, delivered or taken as authority` });
+    }
+    // Only the service's own entries are authority for a removal.
+    const entry = removed || foreign ? null : logEntryOf(doc.seq, toEvent(doc));
     if (entry) retention.push(entry);
     if (doc.seq > size) continue;
     const i = doc.seq - 1;
@@ -224,18 +238,55 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
   return report();
 }
 
+/** Findings about single installation entries, at most; past this many, one finding says how many more. */
+const MAX_ENTRY_FINDINGS = 100;
+
+/** The ledger's name, from an installation checkpoint's origin line (`<name>/installation`). */
+function ledgerNameOf(note: string): string | null {
+  const origin = note.slice(0, note.indexOf('\n'));
+  return origin.endsWith(`/${INSTALLATION}`) ? origin.slice(0, -INSTALLATION.length - 1) : null;
+}
+
 /**
- * The installation log and its witnesses: every stored installation checkpoint signed by the key, the
- * entries reproducing the newest one's root (an entry edited, deleted or inserted changes it), and
- * every witness alarm (a witness holds a history the log does not extend).
+ * What is wrong with an installation entry as stored, or null: its `tenant` and `checkpoint` fields must
+ * be what its body says (`name`: the ledger's, when known), and, with the key file (`rowMac`), its MAC
+ * valid for what it holds at its index. An entry copied to another index or relabelled is foreign.
+ */
+function entryProblem(entry: LedgerEntryDoc, name: string | null, rowMac: RowMac | null): string | null {
+  if (typeof entry.body !== 'string') return 'it has no body';
+  const fields = name === null ? null : entryFieldsOfBody(name, entry.body);
+  if (name !== null && !fields) return 'its body is not a checkpoint of one of this installation\'s organization logs';
+  if (fields && entry.tenant !== fields.tenant) return `its tenant field says ${entry.tenant}, but its body is a checkpoint of ${fields.tenant}'s log: relabelled`;
+  if (fields && entry.checkpoint !== fields.checkpoint) return `its checkpoint field says ${entry.checkpoint}, but its body is the checkpoint ${fields.checkpoint}`;
+  if (rowMac && !isOwnEntry(rowMac, entry)) {
+    return entry.mac === undefined
+      ? 'it has no MAC: this installation did not write it (an entry from before MACs inside the signed tree gets one when the service starts)'
+      : 'its MAC is not valid: this installation did not write it as it is (inserted, copied from another index or organization, or changed behind its back)';
+  }
+  return null;
+}
+
+const wiped = (tenant: string, held: { size: number; index: number }) =>
+  `organization ${tenant}: the installation log holds checkpoints of its log (the newest of ${held.size} events, at entry ${held.index}), but none is stored: its ledger state was deleted (its events' times of receipt do not matter; the service halts its log rather than sign a new history)`;
+
+/**
+ * The installation log and its witnesses: every stored installation checkpoint signed by the key; every
+ * entry in its place, its `tenant` and `checkpoint` fields those of its body and, with the key file, its
+ * MAC valid (else `foreign`); no entry missing from the signed tree, and the entries reproducing the
+ * newest checkpoint's root (an entry edited, deleted or inserted changes it); every witness alarm (a
+ * witness holds a history the log does not extend); and every organization whose checkpoints the
+ * installation log holds (entries the key wrote, or that the signed tree covers) but none of whose
+ * checkpoints is stored: its ledger state was deleted. One pass over the entries, in order.
  */
 export async function auditInstallation(ledger: LedgerStore, witnesses: WitnessStore, verifier: Verifier | null): Promise<Finding[]> {
   const findings: Finding[] = [];
   for (const doc of await witnesses.all()) {
     if (doc.alarm) findings.push({ kind: 'witness', detail: `witness ${doc.name} raised an alarm: ${doc.alarm}` });
   }
+  // With the key file (a signer, not only a verifier key), every entry's MAC is checked too (db/rowMacs.ts).
+  const rowMac = verifier && 'privateKey' in verifier ? RowMac.fromSigner(verifier as Signer) : null;
   const store = ledger.forTenant(INSTALLATION);
-  let newest: { size: number; root: string } | null = null;
+  let newest: { size: number; root: string; note: string } | null = null;
   for await (const checkpoint of store.checkpointsNewestFirst()) {
     newest ??= checkpoint;
     if (verifier) {
@@ -243,19 +294,76 @@ export async function auditInstallation(ledger: LedgerStore, witnesses: WitnessS
       if (problem) findings.push({ kind: 'checkpoint', detail: `installation checkpoint of size ${checkpoint.size}: ${problem}` });
     }
   }
-  if (!newest) return findings;
+  const size = newest?.size ?? 0;
+  const name = verifier?.name ?? (newest ? ledgerNameOf(newest.note) : null);
+  let named = 0;
+  const about = (finding: Finding) => {
+    if (named++ < MAX_ENTRY_FINDINGS) findings.push(finding);
+  };
   const root = new RootAccumulator();
-  let count = 0;
+  let missing = 0;
+  let expected = 0;
+  const absent = (index: number) => {
+    if (index < size) {
+      missing++;
+      about({ kind: 'installation', leaf_index: index, detail: `installation log entry ${index} is missing from its signed tree of ${size}: deleted behind the service's back` });
+    } else about({ kind: 'gap', leaf_index: index, detail: `installation log entry ${index} is missing, past its signed tree of ${size} (deleted, or a foreign entry moved aside)` });
+  };
+  /** Organization → the newest of its checkpoints the installation log holds (that count). */
+  const held = new Map<string, { size: number; index: number }>();
   for await (const entry of ledger.entriesInOrder()) {
-    if (entry._id !== count) {
-      findings.push({ kind: 'installation', leaf_index: count, detail: `installation log entry ${count} is missing` });
-      return findings;
+    if (!Number.isInteger(entry._id) || entry._id < expected) {
+      about({ kind: 'foreign', detail: `an installation log entry is stored under ${JSON.stringify(entry._id)}, which is no index of it: inserted behind the service's back` });
+      continue;
     }
-    if (count === newest.size) break;
-    root.push(leafHash(entry.body));
-    count++;
+    for (; expected < entry._id; expected++) absent(expected);
+    expected = entry._id + 1;
+    if (expected % YIELD_EVERY === 0) await yieldToLoop();
+    const problem = entryProblem(entry, name, rowMac);
+    if (problem) about({ kind: 'foreign', leaf_index: entry._id, detail: `installation log entry ${entry._id}: ${problem}` });
+    const signed = entry._id < size;
+    if (signed) root.push(leafHash(typeof entry.body === 'string' ? entry.body : ''));
+    // What an entry says of its organization counts where the key wrote it, or where the signed tree
+    // covers it (checked as a whole: the root below); not its unauthenticated `tenant` field.
+    const fields = name !== null && typeof entry.body === 'string' ? entryFieldsOfBody(name, entry.body) : null;
+    if (fields && (signed || !problem)) {
+      const checkpointSize = Number(fields.checkpoint.slice(fields.tenant.length + 1));
+      if ((held.get(fields.tenant)?.size ?? -1) < checkpointSize) held.set(fields.tenant, { size: checkpointSize, index: entry._id });
+    }
   }
-  if (count < newest.size) findings.push({ kind: 'installation', detail: `the installation log holds ${count} entries; its signed checkpoint has ${newest.size}` });
-  else if (root.root()?.toString('base64') !== newest.root) findings.push({ kind: 'installation', detail: `the installation log's entries do not give the root of its signed checkpoint of size ${newest.size}: an entry was changed` });
+  for (; expected < size; expected++) absent(expected);
+  if (named > MAX_ENTRY_FINDINGS) findings.push({ kind: 'installation', detail: `${named - MAX_ENTRY_FINDINGS} more findings about installation log entries (the first ${MAX_ENTRY_FINDINGS} are listed)` });
+  if (newest && missing === 0 && root.root()?.toString('base64') !== newest.root) {
+    findings.push({ kind: 'installation', detail: `the installation log's entries do not give the root of its signed checkpoint of size ${size}: an entry was changed` });
+  }
+  for (const [tenant, at] of held) {
+    if (!(await ledger.forTenant(tenant).newestBySize())) findings.push({ kind: 'unanchored', detail: wiped(tenant, at) });
+  }
   return findings;
+}
+
+/**
+ * For one organization audited alone: whether the installation log holds checkpoints of its log (by the
+ * entries' bodies; each written by the key, or, inside the signed installation tree, the leaf signed at
+ * its index; without the key file, every entry inside the signed tree) while none of its checkpoints is
+ * stored: its ledger state was deleted, whatever its events' times of receipt say.
+ */
+export async function auditEntriesOf(ledger: LedgerStore, tenant: string, verifier: Verifier | null): Promise<Finding[]> {
+  const rowMac = verifier && 'privateKey' in verifier ? RowMac.fromSigner(verifier as Signer) : null;
+  if (await ledger.forTenant(tenant).newestBySize()) return [];
+  const store = ledger.forTenant(INSTALLATION);
+  const newest = await store.newestBySize();
+  const name = verifier?.name ?? (newest ? ledgerNameOf(newest.note) : null);
+  if (name === null) return [];
+  const signedSize = newest && (!verifier || checkpointProblem(newest, logOrigin(name, INSTALLATION), verifier) === null) ? newest.size : 0;
+  const tiles = new TileReader(store);
+  let held: { size: number; index: number } | null = null;
+  for await (const entry of ledger.entriesWithOrigin(logOrigin(name, tenant))) {
+    const counts = rowMac && isOwnEntry(rowMac, entry) ? true : rowMac ? await signedLeafIs(tiles, signedSize, entry) : entry._id < signedSize;
+    const fields = counts ? entryFieldsOfBody(name, entry.body) : null;
+    if (!fields) continue;
+    const checkpointSize = Number(fields.checkpoint.slice(fields.tenant.length + 1));
+    if ((held?.size ?? -1) < checkpointSize) held = { size: checkpointSize, index: entry._id };
+  }
+  return held ? [{ kind: 'unanchored', detail: wiped(tenant, held) }] : [];
 }

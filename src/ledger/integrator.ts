@@ -26,7 +26,10 @@ import { edgeRoot, entriesAt, extend, type Extension, tileKey, tilesOf, TILE_WID
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 import { mapLimited } from '../domain/limited';
 import type { Clock } from '../domain/time';
-import { type EventDoc, eventHashesOfDoc, leafCommitOfStored, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, isTombstone, leafCommitOfStored, type LedgerCheckpointDoc, type LedgerEntryDoc, type StoredEvent } from '../db/documents';
+import { isOwnEntry, isOwnStored, rowMacOf, sealEntry } from '../db/rowMacs';
+import type { LeafCommit } from '../domain/ledger/formats';
+import { RowMac } from '../domain/ledger/rowMac';
 import { describeDbError } from '../db/errors';
 import { checkpointId, type LedgerStore, tileDoc } from '../db/ledgerStore';
 import { MissingTile, TileReader } from './tileReader';
@@ -117,6 +120,35 @@ export function logOrigin(name: string, tenant: string): string {
   return `${name}/${tenant}`;
 }
 
+/**
+ * What an installation entry's `tenant` and `checkpoint` fields must be, from its body (an organization
+ * checkpoint's origin, size and root lines) in the installation whose ledger is `name`; null when the
+ * body is not a checkpoint body of one of its organizations' logs.
+ */
+export function entryFieldsOfBody(name: string, body: string): { tenant: string; checkpoint: string } | null {
+  const lines = body.split('\n');
+  const [origin = '', size = ''] = lines;
+  const prefix = `${name}/`;
+  if (lines.length !== 4 || lines[3] !== '' || !origin.startsWith(prefix) || !/^(0|[1-9][0-9]{0,15})$/.test(size)) return null;
+  const tenant = origin.slice(prefix.length);
+  if (tenant === '' || tenant === INSTALLATION || tenant.includes('/')) return null;
+  return { tenant, checkpoint: checkpointId(tenant, Number(size)) };
+}
+
+/** Whether `entry`'s leaf is the one the installation tree of `size` signed at its index (read from the tiles `reader` reads). */
+export async function signedLeafIs(reader: TileReader, size: number, entry: LedgerEntryDoc): Promise<boolean> {
+  const index = entry._id;
+  if (!Number.isInteger(index) || index < 0 || index >= size || typeof entry.body !== 'string') return false;
+  const tile = Math.floor(index / TILE_WIDTH);
+  try {
+    const hashes = await reader.tile(0, tile, Math.min(TILE_WIDTH, size - tile * TILE_WIDTH));
+    return hashes[index % TILE_WIDTH]?.equals(leafHash(entry.body)) ?? false;
+  } catch (error) {
+    if (error instanceof MissingTile) return false;
+    throw error;
+  }
+}
+
 interface LogState {
   /** Leaves integrated: the size of the newest checkpoint this instance signed or loaded. */
   size: number;
@@ -152,6 +184,20 @@ interface Plan {
   fresh: boolean;
 }
 
+/**
+ * What the leaf of a stored event or tombstone commits to, if the row is the service's own (a valid MAC,
+ * db/rowMacs.ts); null for a foreign row. Without a row key (nothing is signed) every readable row counts.
+ */
+function ownCommit(rowMac: RowMac | null, doc: StoredEvent): LeafCommit | null {
+  let commit: LeafCommit;
+  try {
+    commit = leafCommitOfStored(doc);
+  } catch {
+    return null;
+  }
+  return !rowMac || isOwnStored(rowMac, doc, commit) ? commit : null;
+}
+
 export class LedgerIntegrator {
   private readonly logs = new Map<string, LogState>();
   private timer: NodeJS.Timeout | null = null;
@@ -167,15 +213,29 @@ export class LedgerIntegrator {
   private readonly unrolled: Unrolled[] = [];
   /** The installation log's next free entry index as this instance last saw it (null: not known yet). */
   private nextEntry: number | null = null;
+  /**
+   * The size of the installation log's newest checkpoint this key signed, as last loaded (null: not
+   * loaded yet). No entry is ever written below it: entries are appended only once it is known.
+   */
+  private signedEntries: number | null = null;
+  /** Entries below this index were counted present when the installation log was loaded. */
+  private entriesCounted = 0;
+  /** Whether the entries written before MACs existed were looked for since this process started (the upgrade). */
+  private entriesUpgraded = false;
   /** Set by the composition root when the installation has witnesses. */
   witnessing: InstallationWitnessing | null = null;
+
+  /** Checks that the rows read back are the service's own (null: this process signs nothing). */
+  private readonly rowMac: RowMac | null;
 
   constructor(
     private readonly store: LedgerStore,
     private readonly options: LedgerOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.rowMac = options.signer ? RowMac.fromSigner(options.signer) : null;
+  }
 
   /** Checkpoints signed, rounds failed, halts (counted each time a log halts), and the logs halted now (metrics). */
   get stats(): { checkpoints: number; failures: number; conflicts: number; halted: number; rounds: number; organizationMs: number; installationMs: number } {
@@ -189,6 +249,9 @@ export class LedgerIntegrator {
   }
 
   start(): void {
+    // The first round loads the installation log whatever happens: it checks its signed entries are all
+    // there and gives entries written before MACs existed theirs (load, checkEntries).
+    if (!this.timer) this.asked.add(INSTALLATION);
     this.timer ??= setInterval(() => { this.tick(); }, this.options.intervalMs);
     this.timer.unref();
   }
@@ -210,14 +273,14 @@ export class LedgerIntegrator {
     return false;
   }
 
-  /** Told by the writer about events it stored. */
-  stored(docs: readonly EventDoc[]): void {
+  /** Told by the writer about events it stored, with their hashes (the writer computed them to seal each event). */
+  stored(docs: readonly EventDoc[], hashes: readonly EventHashes[]): void {
     const now = this.now();
-    for (const doc of docs) {
+    for (const [i, doc] of docs.entries()) {
       const state = this.state(doc.tenant);
       state.active = now;
       // A halted log keeps nothing more in memory: once resealed, it reads its events back.
-      if (!state.halted) state.pending.set(doc.seq, eventHashesOfDoc(doc));
+      if (!state.halted) state.pending.set(doc.seq, hashes[i] ?? eventHashesOfDoc(doc));
       if (state.size === 0 && state.unanchoredSince === 0) state.unanchoredSince = now;
       if (doc.seq > state.storedTo) state.storedTo = doc.seq;
     }
@@ -237,6 +300,15 @@ export class LedgerIntegrator {
    * stopped before appending it) and integrates the installation log.
    */
   async rollUp(checkpoint: LedgerCheckpointDoc): Promise<void> {
+    // Only a checkpoint of an organization's log that this key signed: a document planted in the database
+    // never becomes an entry (which the installation checkpoint would sign).
+    try {
+      if (checkpoint.tenant === INSTALLATION) throw new LedgerHalt('an installation checkpoint is no entry of its own log');
+      this.verify(checkpoint.tenant, checkpoint);
+    } catch (error) {
+      this.log.error({ tenant: checkpoint.tenant, checkpoint: checkpoint._id, reason: (error as Error).message }, 'a stored checkpoint was not appended to the installation log: this key did not sign it for its log');
+      return;
+    }
     if (!this.unrolled.some((u) => u.checkpoint === checkpoint._id)) this.unrolled.push({ tenant: checkpoint.tenant, checkpoint: checkpoint._id, body: checkpointBody(checkpoint.note) });
     await this.integrate(INSTALLATION);
   }
@@ -338,7 +410,7 @@ export class LedgerIntegrator {
     // The round's organization checkpoints become entries of the installation log, and one checkpoint of
     // it covers them all: one installation round, however many organizations signed.
     try {
-      await this.append();
+      await this.append(fail);
     } catch (error) {
       fail(INSTALLATION, error);
     }
@@ -357,15 +429,28 @@ export class LedgerIntegrator {
   /**
    * The organization checkpoints waiting, appended to the installation log at the next free indices: an
    * index another instance took makes this one look further (entries stay gapless whoever appends).
+   * Never below the installation log's signed size: it is loaded first (`fail`: where its load's failure
+   * goes; by default a halt is logged, anything else thrown), and while it is not known the checkpoints
+   * wait (a reader appends one it finds missing later: LedgerReader.entryOf). An index free below it is
+   * an entry deleted from the signed tree, which halts the installation log (checkEntries), never a
+   * place to write: an entry written there would not be the one signed, and its proof would not verify.
+   * Each entry carries its MAC (db/rowMacs.ts).
    */
-  private async append(): Promise<void> {
+  private async append(fail: (tenant: string, error: unknown) => void = (tenant, error) => {
+    if (!(error instanceof LedgerHalt)) throw error;
+    this.log.error({ tenant, reason: error.message }, 'the installation log is HALTED: checkpoints are appended only above its signed size');
+  }): Promise<void> {
     if (this.unrolled.length === 0) return;
+    const rowMac = this.rowMac;
+    if (!rowMac) throw new Error('appending to the installation log needs the ledger signing key');
+    const floor = await this.installationFloor(fail);
+    if (floor === null) return;
     const state = this.state(INSTALLATION);
-    let at = this.nextEntry ?? state.storedTo;
+    let at = Math.max(this.nextEntry ?? state.storedTo, floor);
     for (let tries = 0; this.unrolled.length > 0 && tries < 10; tries++) {
       at = await this.firstFreeEntry(at);
       if (at > state.storedTo) state.storedTo = at;
-      const docs = this.unrolled.map((entry, i) => ({ _id: at + i, ...entry }));
+      const docs = this.unrolled.map((entry, i) => sealEntry(rowMac, { _id: at + i, ...entry }));
       const stored = await this.store.insertEntries(docs);
       for (const doc of docs.slice(0, stored)) state.pending.set(doc._id + 1, doc.body);
       at += stored;
@@ -373,6 +458,19 @@ export class LedgerIntegrator {
       this.unrolled.splice(0, stored);
     }
     this.nextEntry = at;
+  }
+
+  /**
+   * The installation log's signed size, loading the log first where it is not known, or where its head
+   * says another instance signed further (one point read). Null while no checkpoint of it can be trusted
+   * (its newest stored one is not this key's: the log is halted).
+   */
+  private async installationFloor(fail: (tenant: string, error: unknown) => void): Promise<number | null> {
+    const state = this.state(INSTALLATION);
+    const heads = await this.store.heads([INSTALLATION]);
+    const head = heads.get(INSTALLATION) ?? 0;
+    if (this.signedEntries === null || head > this.signedEntries || (!state.loaded && !state.halted)) await this.load([INSTALLATION], heads, fail);
+    return this.signedEntries;
   }
 
   /** The first index from `at` on with no entry: entries are gapless, so a doubling probe and a bisection find it. */
@@ -513,9 +611,11 @@ export class LedgerIntegrator {
         if (newest) this.verify(tenant, newest);
         // A log with no checkpoint stored whose checkpoints the installation log holds was wiped (its
         // events and ledger state deleted): its old checkpoints are witnessed, so a new history is refused.
-        else if (tenant !== INSTALLATION && (await this.store.hasEntriesOf(tenant))) {
+        else if (tenant !== INSTALLATION && (await this.hadCheckpoints(tenant))) {
           throw new LedgerHalt('the installation log holds checkpoints of this log, but none is stored: its ledger state was deleted (run `ledger audit`)');
         }
+        // Known before anything is appended: no entry is ever written below it.
+        if (tenant === INSTALLATION) this.signedEntries = Math.max(this.signedEntries ?? 0, newest?.size ?? 0);
         const size = newest?.size ?? 0;
         const reader = new TileReader(this.store.forTenant(tenant));
         const edges: Buffer[][] = [];
@@ -531,6 +631,7 @@ export class LedgerIntegrator {
           if (!(error instanceof MissingTile)) throw error;
         }
         if (newest && !root?.equals(Buffer.from(newest.root, 'base64'))) throw new LedgerHalt(`the stored tiles do not give the root of the signed checkpoint of size ${size} (missing or changed)`);
+        if (tenant === INSTALLATION) await this.checkEntries(size, reader);
         state.size = size;
         state.edges = edges;
         state.loaded = true;
@@ -541,6 +642,127 @@ export class LedgerIntegrator {
     });
   }
 
+  /**
+   * Whether the installation log holds a checkpoint of `tenant`'s log: decided from the entries' bodies,
+   * whose first line names the log, never from their `tenant` field, which nothing authenticates (entries
+   * relabelled to another organization still count for theirs). An entry counts when it is the service's
+   * own (a valid MAC) or when the signed installation tree covers it (its leaf is the one signed at its
+   * index: an entry from before MACs, or one whose other fields were changed). Any other is foreign:
+   * named, and not counted, or anyone who can write the database could halt any organization with an
+   * entry made up for it.
+   */
+  private async hadCheckpoints(tenant: string): Promise<boolean> {
+    const rowMac = this.rowMac;
+    let signed: { size: number; reader: TileReader } | null | undefined;
+    for await (const entry of this.store.entriesWithOrigin(this.origin(tenant))) {
+      if (rowMac && isOwnEntry(rowMac, entry)) return true;
+      signed ??= await this.signedInstallationTree();
+      if (signed && (await signedLeafIs(signed.reader, signed.size, entry))) return true;
+      this.store.foreign.met('entry', entry, 'the installation log');
+    }
+    return false;
+  }
+
+  /** The installation log's signed size (as loaded, else its newest checkpoint this key signed) and a reader of its tiles; null: none. */
+  private async signedInstallationTree(): Promise<{ size: number; reader: TileReader } | null> {
+    const store = this.store.forTenant(INSTALLATION);
+    let size = this.signedEntries;
+    if (size === null) {
+      const newest = await store.newestBySize();
+      try {
+        if (newest) this.verify(INSTALLATION, newest);
+      } catch {
+        return null;
+      }
+      size = newest?.size ?? 0;
+    }
+    return size > 0 ? { size, reader: new TileReader(store) } : null;
+  }
+
+  /**
+   * At a load of the installation log whose tiles give its signed root (of `size` entries): every entry
+   * below `size` must be there, or the log halts (an entry deleted from the signed tree: an organization's
+   * checkpoints gone from it, and its index free for an entry that would not be the one signed). Checked
+   * cheaply: a count of the entries not counted before in this process (the whole range at a start), or,
+   * where all were, the last one. Once per process, the upgrade: entries below `size` written before
+   * entries had a MAC get theirs, each only if its leaf is the one signed at its index and its `tenant`
+   * and `checkpoint` fields are its body's; any other stays without one, foreign (named; `ledger audit`
+   * reports it). Past the signed tree, an entry without a MAC is foreign like any other (ownEntries).
+   */
+  private async checkEntries(size: number, reader: TileReader): Promise<void> {
+    if (size === 0) return;
+    const from = Math.min(this.entriesCounted, size);
+    const missing = from < size ? size - from - (await this.store.countEntries(from, size)) : (await this.store.hasEntry(size - 1)) ? 0 : 1;
+    if (missing > 0) {
+      throw new LedgerHalt(`${missing} of the installation log's entries ${from} to ${size - 1} are missing from its signed tree of ${size}: deleted behind the service's back (run \`ledger audit\`, which names them); nothing is appended below the signed size`);
+    }
+    this.entriesCounted = size;
+    const rowMac = this.rowMac;
+    if (this.entriesUpgraded || !rowMac) return;
+    let sealed = 0;
+    let batch: LedgerEntryDoc[] = [];
+    for await (const entry of this.store.unsealedEntriesBelow(size)) {
+      const fields = entryFieldsOfBody(this.options.name, entry.body);
+      if (fields && fields.tenant === entry.tenant && fields.checkpoint === entry.checkpoint && (await signedLeafIs(reader, size, entry))) {
+        batch.push(sealEntry(rowMac, { _id: entry._id, tenant: entry.tenant, checkpoint: entry.checkpoint, body: entry.body }));
+      } else this.store.foreign.met('entry', entry, 'the installation log (an entry without a MAC inside the signed tree)');
+      if (batch.length >= 500) {
+        await this.store.sealEntries(batch);
+        sealed += batch.length;
+        batch = [];
+      }
+    }
+    await this.store.sealEntries(batch);
+    sealed += batch.length;
+    if (sealed > 0) this.log.warn({ sealed, size }, 'installation log entries from before MACs, covered by its signed tree, were given their MAC');
+    this.entriesUpgraded = true;
+  }
+
+  /**
+   * The installation log's entries from index `from` to `to`, read back to be signed: each the service's
+   * own (a valid MAC). A foreign one (written behind the service's back, or an entry of the service's
+   * changed before it was signed) is never signed: it is moved aside into `foreign_rows` (named, counted,
+   * kept as evidence) and its index filled at once (fillForeignPlace); the read goes on from there.
+   */
+  private async ownEntries(from: number, to: number): Promise<LedgerEntryDoc[]> {
+    const rowMac = this.rowMac;
+    if (!rowMac) throw new Error('reading installation log entries back to sign them needs the ledger signing key');
+    const own: LedgerEntryDoc[] = [];
+    for (let aside = 0; ; aside++) {
+      const at = (own.at(-1)?._id ?? from - 1) + 1;
+      if (at > to) return own;
+      const read = await this.store.entriesBetween(at, to);
+      const i = read.findIndex((entry) => !Number.isInteger(entry._id) || !isOwnEntry(rowMac, entry));
+      if (i < 0) return [...own, ...read];
+      own.push(...read.slice(0, i));
+      const foreign = read[i] as LedgerEntryDoc;
+      if (aside >= 16) throw new Error(`foreign installation log entries keep being met from index ${foreign._id} on; retried next round`);
+      await this.store.setEntryAside(foreign, 'the installation log');
+      if (Number.isInteger(foreign._id)) await this.fillForeignPlace(foreign._id, rowMac);
+    }
+  }
+
+  /**
+   * The index `index` of a foreign entry just moved aside, past the signed tree, filled so that the
+   * installation log goes on: with a repeat of the service's own entry just before it (at index 0, just
+   * after it), sealed for this index. Decision: the entries after it stay where they are rather than
+   * being moved down or appended again, because another instance may be about to sign them from its
+   * memory at their indices (`pending`): moving them under it would make it sign a tree that the stored
+   * entries do not give. A repeated organization checkpoint is harmless: entries may hold a checkpoint
+   * appended before (a reader's rollUp does too), and a monitor meets the same checkpoint twice, which
+   * extends itself. With no entry of the service's own beside it, the next one appended here takes it.
+   */
+  private async fillForeignPlace(index: number, rowMac: RowMac): Promise<void> {
+    const near = await this.store.entriesBetween(Math.max(0, index - 1), index + 1);
+    const source = near.find((e) => e._id === index - 1 && isOwnEntry(rowMac, e)) ?? near.find((e) => e._id === index + 1 && isOwnEntry(rowMac, e));
+    if (!source) {
+      this.nextEntry = Math.min(this.nextEntry ?? index, index);
+      return;
+    }
+    // Taken meanwhile (another instance filled it first): the next read checks what is there.
+    await this.store.insertEntry(sealEntry(rowMac, { _id: index, tenant: source.tenant, checkpoint: source.checkpoint, body: source.body }));
+  }
+
   /** The leaf hashes of the log's next events (or entries), up to MAX_ROUND: those handed over, the others read back. */
   private async leaves(tenant: string, state: LogState): Promise<Buffer[]> {
     const to = Math.min(state.storedTo, state.size + MAX_ROUND);
@@ -549,7 +771,7 @@ export class LedgerIntegrator {
       return this.readLeaves(state, to, (seq) => {
         const body = state.pending.get(seq);
         return typeof body === 'string' ? leafHash(body) : undefined;
-      }, async (from, upTo) => (await this.store.entriesBetween(from - 1, upTo - 1)).map((e) => ({ seq: e._id + 1, leaf: leafHash(e.body) })), 'installation log entry at seq');
+      }, async (from, upTo) => (await this.ownEntries(from - 1, upTo - 1)).map((e) => ({ seq: e._id + 1, leaf: leafHash(e.body) })), 'installation log entry at seq');
     }
     return this.readLeaves(state, to, (seq) => {
       const hashes = state.pending.get(seq);
@@ -564,7 +786,45 @@ export class LedgerIntegrator {
         throw new LedgerHalt(`events from sequence number ${seq} on are stored, but no signed checkpoint covers them and this instance did not store them: the ledger state is missing`);
       }
       return undefined;
-    }, async (from, upTo) => (await this.store.forTenant(tenant).eventsBetween(from, upTo)).map((doc) => ({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, leafCommitOfStored(doc)) })), `event of ${tenant} at seq`);
+    }, async (from, upTo) => this.ownLeaves(tenant, state, from, upTo, await this.store.forTenant(tenant).eventsBetween(from, upTo)), `event of ${tenant} at seq`);
+  }
+
+  /**
+   * The leaves of the events read back from `from` on, as far as they run in sequence and are the
+   * service's own (a valid MAC, db/rowMacs.ts). A foreign row is never signed. Past the last of the
+   * service's own events (written behind its back at the next numbers, or further on), foreign rows are
+   * moved aside, so that their numbers go to the service's own next events, and the log is signed up to
+   * the number before them; so is a log asked for further than its events go. A foreign row with the
+   * service's own events after it is one of them changed before it was signed: the log halts. One of its
+   * own after a number that holds nothing is a gap (events deleted), retried and named by the audit.
+   */
+  private async ownLeaves(tenant: string, state: LogState, from: number, upTo: number, docs: StoredEvent[]): Promise<{ seq: number; leaf: Buffer }[]> {
+    const leaves: { seq: number; leaf: Buffer }[] = [];
+    const commits = docs.map((doc) => ownCommit(this.rowMac, doc));
+    let lastOwn = -1;
+    commits.forEach((commit, i) => {
+      if (commit) lastOwn = i;
+    });
+    const ownAfter = (seq: number) => [...state.pending.keys()].some((pending) => pending > seq);
+    for (const [i, doc] of docs.entries()) {
+      const commit = commits[i] ?? null;
+      const expected = from + leaves.length;
+      if (commit && doc.seq === expected) {
+        leaves.push({ seq: doc.seq, leaf: eventLeafHash(tenant, doc.seq, commit) });
+        continue;
+      }
+      if (commit) throw new Error(`the event of ${tenant} at seq ${expected} is missing: a gap`);
+      if (i < lastOwn || ownAfter(doc.seq)) {
+        this.store.foreign.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'the ledger');
+        throw new LedgerHalt(`the event at sequence number ${doc.seq} has no valid MAC and events of the service's are stored after it: it was changed behind the service's back before it was signed (run \`ledger audit\`)`);
+      }
+      await this.store.foreign.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'the ledger');
+    }
+    // Short of `upTo` (foreign rows moved aside, or asked for further than the events go): signed up to
+    // the last own event, unless this instance stored later ones itself (a gap, then: retried).
+    const end = from + leaves.length - 1;
+    if (end < upTo && !ownAfter(end)) state.storedTo = Math.min(state.storedTo, end);
+    return leaves;
   }
 
   /**
@@ -592,7 +852,11 @@ export class LedgerIntegrator {
         if (f.seq !== seq + i) throw new Error(`the ${what} ${seq + i} is missing: a gap`);
         leaves.push(f.leaf);
       }
-      if (found.length !== readTo - seq + 1) throw new Error(`the ${what} ${seq}-${readTo} are not all stored`);
+      if (found.length !== readTo - seq + 1) {
+        // Cut short on purpose: what followed was not the service's own (moved aside).
+        if (state.storedTo < readTo) return leaves;
+        throw new Error(`the ${what} ${seq}-${readTo} are not all stored`);
+      }
       seq = readTo;
     }
     return leaves;
@@ -658,7 +922,7 @@ export class LedgerIntegrator {
    * installation log like any other. Holds every leaf hash in memory (32 bytes
    * and a Buffer's overhead per event).
    */
-  async reseal(tenant: string): Promise<{ anchor: number | null; size: number; planted: number }> {
+  async reseal(tenant: string, rows: { adopt?: boolean; setAside?: boolean } = {}): Promise<{ anchor: number | null; size: number; planted: number; adopted: number; setAside: number; foreignLeft: number }> {
     const signer = this.options.signer;
     if (!signer) throw new Error('resealing needs the ledger signing key');
     const store = this.store.forTenant(tenant);
@@ -673,11 +937,25 @@ export class LedgerIntegrator {
         planted.push(doc._id);
       }
     }
-    // Every leaf from the events, or, for events pruned or erased, from their tombstones.
+    // Every leaf from the events, or, for events pruned or erased, from their tombstones. Up to the anchor,
+    // whatever their MACs (its root vouches for them, and they are sealed); past it, only the service's own
+    // rows (db/rowMacs.ts), unless the operator adopts the others (`--adopt`: sealed as they are) or sets
+    // them aside (`--set-aside`: moved into foreign_rows).
+    const rowMac = this.rowMac as RowMac;
     const leaves: Buffer[] = [];
+    const seals: { _id: string; seq: number; mac: string }[] = [];
+    const foreignPast: StoredEvent[] = [];
     for await (const doc of store.eventsInOrder()) {
-      if (doc.seq !== leaves.length + 1) break;
-      leaves.push(eventLeafHash(tenant, doc.seq, leafCommitOfStored(doc)));
+      if (doc.seq !== leaves.length + 1 + foreignPast.length) break;
+      const commit = leafCommitOfStored(doc);
+      const own = isOwnStored(rowMac, doc, commit);
+      if (!own && doc.seq > (anchor?.size ?? 0) && !rows.adopt) {
+        foreignPast.push(doc);
+        continue;
+      }
+      if (foreignPast.length > 0) break;
+      if (!own) seals.push({ _id: doc._id, seq: doc.seq, mac: rowMacOf(rowMac, doc, commit) });
+      leaves.push(eventLeafHash(tenant, doc.seq, commit));
     }
     const size = leaves.length;
     if (anchor) {
@@ -693,13 +971,17 @@ export class LedgerIntegrator {
     const note = signNote(checkpointText({ origin: this.origin(tenant), size, root }), signer);
     const checkpoint: LedgerCheckpointDoc = { _id: checkpointId(tenant, size), tenant, size, root: root.toString('base64'), note, created_at: this.clock.now() };
     await store.replaceLog(planted, [...tiles.values()], checkpoint);
+    await store.sealRows(seals);
+    if (rows.setAside) for (const doc of foreignPast) await this.store.foreign.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'ledger reseal --set-aside');
     this.logs.delete(tenant);
     // Like every checkpoint, it enters the installation log: a reseal is visible to the witnesses' and
     // the customers' monitors, whatever it sealed.
     this.unrolled.push({ tenant, checkpoint: checkpoint._id, body: checkpointBody(note) });
     await this.append();
-    this.log.warn({ tenant, anchor: anchor?.size ?? null, size, planted: planted.length }, 'ledger RESEALED by an operator from the stored events');
-    return { anchor: anchor?.size ?? null, size, planted: planted.length };
+    const adopted = rows.adopt ? seals.filter((seal) => seal.seq > (anchor?.size ?? 0)).length : 0;
+    const setAside = rows.setAside ? foreignPast.length : 0;
+    this.log.warn({ tenant, anchor: anchor?.size ?? null, size, planted: planted.length, sealed: seals.length, adopted, setAside }, 'ledger RESEALED by an operator from the stored events');
+    return { anchor: anchor?.size ?? null, size, planted: planted.length, adopted, setAside, foreignLeft: foreignPast.length - setAside };
   }
 
   /** Throws LedgerHalt unless `doc` is a checkpoint of `tenant`'s log that this installation's key signed, stored under its own id. */

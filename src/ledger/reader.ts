@@ -11,6 +11,7 @@ import type { LeafCommit } from '../domain/ledger/formats';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import { INSTALLATION, type LedgerIntegrator, logOrigin } from './integrator';
 import { TileReader } from './tileReader';
+import { checkpointBody } from '../domain/ledger/witnessFormats';
 
 /** How long a proof request waits for the checkpoint that includes its event, whatever the interval. */
 const MAX_PROOF_WAIT_MS = 3000;
@@ -144,10 +145,12 @@ export class LedgerReader {
    * no entry was signed by an instance that stopped before appending it: this instance appends it.
    */
   async entryOf(checkpoint: LedgerCheckpointDoc): Promise<LedgerEntryDoc | null> {
-    const entry = await pollForRound(this.options.intervalMs, this.clock, () => this.store.entryOf(checkpoint._id));
+    const body = checkpointBody(checkpoint.note);
+    const entry = await pollForRound(this.options.intervalMs, this.clock, () => this.store.entryOf(checkpoint._id, body));
     if (entry) return entry;
     if (!this.integrator || this.clock.now().getTime() - checkpoint.created_at.getTime() < 2 * roundWait(this.options.intervalMs) + 5000) return null;
-    await this.integrator.rollUp(checkpoint);
-    return this.store.entryOf(checkpoint._id);
+    // A round that fails here answers no entry (yet), not an error: the next request tries again.
+    await this.integrator.rollUp(checkpoint).catch(() => undefined);
+    return this.store.entryOf(checkpoint._id, body);
   }
 }

@@ -1,10 +1,11 @@
 /**
  * The installation's one ledger signing key. Kept in a file, never in the database: someone who can
  * write the database must not be able to sign a rewritten history. Generated at first start (mode 0600)
- * when no file is configured; several instances share it by sharing the file.
+ * when no file is there and the database holds no ledger signed by another key (ledger/keyFit.ts);
+ * several instances share it by sharing the file.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parsePrivateKey, privateKeyText, type Signer } from '../domain/ledger/note';
 
@@ -27,6 +28,24 @@ export function loadOrCreateSigningKey(path: string, configured: string | undefi
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new SigningKeyError(`cannot create the ledger signing key ${path}: ${String(error)}`);
   }
+  return { signer: readKeyFile(path, configured), created };
+}
+
+/**
+ * The key at `path`, or null when no file is there: a start reads an existing key before it opens the
+ * database, but makes a new one only once the database holds no ledger signed by another key
+ * (ledger/keyFit.ts).
+ */
+export function readSigningKey(path: string, configured: string | undefined): Signer | null {
+  return existsSync(path) ? readKeyFile(path, configured) : null;
+}
+
+/** A new key's name: the host and port people reach the service at, `<host:port>/ledger`. */
+export function defaultLedgerName(publicUrl: string | undefined, port: number): string {
+  return `${new URL(publicUrl ?? `http://localhost:${port}`).host}/ledger`;
+}
+
+function readKeyFile(path: string, configured: string | undefined): Signer {
   let signer: Signer;
   try {
     signer = parsePrivateKey(readFileSync(path, 'utf8'));
@@ -36,5 +55,5 @@ export function loadOrCreateSigningKey(path: string, configured: string | undefi
   if (configured !== undefined && signer.name !== configured) {
     throw new SigningKeyError(`the ledger signing key ${path} is for ${signer.name}, but LEDGER_NAME is ${configured}: set LEDGER_NAME=${signer.name}, or use another key file`);
   }
-  return { signer, created };
+  return signer;
 }

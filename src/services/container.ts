@@ -17,6 +17,7 @@ import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
 import { LedgerReader } from '../ledger/reader';
+import { sealLegacyRows } from '../ledger/legacyRows';
 import { Witnesses } from '../ledger/witnesses';
 import type { Policy } from '../domain/ledger/witnessFormats';
 import { AccountService } from './accounts';
@@ -38,6 +39,7 @@ import { Mailer } from './mailer';
 import { MemberService } from './members';
 import { SelfAudit } from './selfAudit';
 import { AuditOutbox } from '../db/auditOutbox';
+import { RowMac } from '../domain/ledger/rowMac';
 import { ViewerTokens } from './viewer';
 import { RetentionService } from './retention';
 import { RetentionStore } from '../db/retentionStore';
@@ -77,6 +79,8 @@ export interface Services {
   /** Log streams: managed through `streams`, delivered by `streamDelivery` (started by main.ts). */
   streams: StreamService;
   streamDelivery: StreamDeliverer;
+  /** Rows met without a valid MAC (db/foreignRows.ts): named, counted, moved aside. */
+  foreign: Stores['foreign'];
   /** Dashboard calls per session, at the rate API keys get (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST). */
   sessionRate: TokenBuckets;
   clock: Clock;
@@ -95,7 +99,11 @@ export async function createServices(
   const c = collections(db);
   await ensureIndexes(c);
   const orgs = new OrgRepository(c, config.planCaps);
-  const stores = new Stores(c, log);
+  // Rows the service writes carry a MAC under a key derived from the key file (db/rowMacs.ts).
+  const rowMac = config.ledger?.signer ? RowMac.fromSigner(config.ledger.signer) : null;
+  const stores = new Stores(c, log, rowMac);
+  // Rows of versions before MACs are sealed where a signed checkpoint covers them, before anything runs.
+  if (config.ledger?.signer) await sealLegacyRows(stores.ledger, config.ledger.signer, clock.now(), log);
   const apiKeys = stores.apiKeys;
   const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
   const forgetKey = (hash: string) => { auth.forget(hash); };
@@ -113,12 +121,12 @@ export async function createServices(
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
   // FerretDB reads a whole organization for a range of sequence numbers; point reads reach its GIN index.
   const buildInfo = await db.command({ buildInfo: 1 });
-  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string');
+  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string', rowMac, stores.foreign);
   const streamEvents = new EventSource(streamStore);
-  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs) => {
-    integrator.stored(docs);
+  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs, hashes) => {
+    integrator.stored(docs, hashes);
     streamEvents.add(docs);
-  }, config.ingestCommitDelayMs);
+  }, config.ingestCommitDelayMs, rowMac);
   const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;
   const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
@@ -126,7 +134,8 @@ export async function createServices(
   const box = SecretBox.fromSigner(config.ledger?.signer ?? null);
   const streamDelivery = new StreamDeliverer(streamStore, streamEvents, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
   const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
-  const selfAudit = new SelfAudit(ingest, new AuditOutbox(c), clock, log);
+  // The admin CLI seals its outbox records with the row key from the key file; without it nothing is drained.
+  const selfAudit = new SelfAudit(ingest, new AuditOutbox(c), rowMac, clock, log);
   const memberRepo = new MemberRepository(c);
   const sessions = new SessionRepository(c);
   const accounts = new AccountService(new AccountRepository(c), memberRepo, sessions, orgs, throttle, selfAudit, clock, log);
@@ -148,7 +157,7 @@ export async function createServices(
     members: new MemberService(memberRepo, new InvitationRepository(c), sessions, orgs, accounts, selfAudit, mailer, config.publicUrl, clock, log),
     selfAudit,
     retention: new RetentionService(
-      new RetentionStore(c),
+      new RetentionStore(c, rowMac, stores.foreign),
       () => orgs.ids(),
       stores.exportLeases,
       {
@@ -166,6 +175,7 @@ export async function createServices(
     usage: new UsageService(events, orgs, clock),
     streams: new StreamService(streamStore, (tenant) => stores.events(tenant), box, streamDelivery, selfAudit, clock),
     streamDelivery,
+    foreign: stores.foreign,
     // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
     sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => ingest.instances.share),
     clock,

@@ -178,7 +178,8 @@ export class EventService {
     const inTree = new Transform({
       objectMode: true,
       transform(doc: EventDoc, _encoding, done) {
-        done(null, doc.seq <= size ? doc : undefined);
+        // A row the service did not write (db/rowMacs.ts) is never exported: it is named instead.
+        done(null, doc.seq <= size && reader.isOwn(doc) ? doc : undefined);
       },
     });
     // pipeline: a failed cursor errors the stream, and a destroyed stream closes the cursor.

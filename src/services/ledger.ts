@@ -2,13 +2,15 @@
 import { AppError, MESSAGES } from '../domain/errors';
 import { isEventId } from '../domain/event';
 import type { TCheckpoint, TConsistencyProof, TInclusionProof, TInstallationInclusion, TLedgerSummary, TSidecarProof } from '../domain/ledger/schemas';
-import { checkpointBody } from '../domain/ledger/witnessFormats';
+import { checkpointBody, noteText } from '../domain/ledger/witnessFormats';
+import { checkpointProblem } from '../domain/ledger/checkpoint';
+import { parseCheckpoint } from '../domain/ledger/formats';
 import { entryBundle, parseTilePath } from '../domain/ledger/tilePaths';
 import { entriesAt, TILE_WIDTH } from '../domain/ledger/tiles';
 import { leafBytes, leafCommitOf } from '../domain/ledger/eventHash';
-import { inclusionProof } from '../domain/ledger/merkle';
+import { inclusionProof, leafHash, verifyInclusion } from '../domain/ledger/merkle';
 import type { TEventFilters } from '../domain/event';
-import { type EventDoc, eventHashesOfDoc, type LedgerCheckpointDoc } from '../db/documents';
+import { type EventDoc, eventHashesOfDoc, type LedgerCheckpointDoc, type LedgerEntryDoc } from '../db/documents';
 import { type EventService, visibleTo } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
 import type { Cosigned, Witnesses } from '../ledger/witnesses';
@@ -86,18 +88,54 @@ export class LedgerService {
       chosen = witnessed && witnessed.checkpoint.size > entry._id ? witnessed.checkpoint : await installation.covering(entry._id);
     }
     if (!chosen) return null;
+    const body = checkpointBody(checkpoint.note);
+    const proven = await this.provenInclusion(installation, entry, body, chosen);
+    if (!proven) {
+      if (size !== undefined) throw noCheckpoint(`The installation tree of size ${size} does not prove this checkpoint: the stored installation log does not give what was signed (its operator should run \`ledger audit\`)`, ['installation_size']);
+      return null;
+    }
     const cosigned = witnessed?.checkpoint._id === chosen._id ? witnessed : await this.witnesses?.cosigned(chosen);
-    const path = await installation.inclusion(entry._id, chosen.size);
     return {
       origin: installation.origin,
       tree_size: chosen.size,
-      root_hash: chosen.root,
+      root_hash: b64(proven.root),
       checkpoint: cosigned?.note ?? chosen.note,
       witnessed: cosigned?.witnessed ?? false,
       entry_index: entry._id,
-      entry: checkpointBody(checkpoint.note),
-      inclusion_path: path.map(b64),
+      entry: body,
+      inclusion_path: proven.path.map(b64),
     };
+  }
+
+  /**
+   * The entry's inclusion path in the installation checkpoint `chosen`, checked before it is answered:
+   * the entry holds the organization checkpoint's body, `chosen` is signed by this installation's key
+   * for the installation log (where this process has the key; its stored size and root are the signed
+   * ones), and the path from the entry's leaf gives that root. Null otherwise (the stored installation
+   * log does not give what was signed: an entry written in the wrong place, tiles changed): no answer
+   * carries a proof that does not verify, nor calls such an entry witnessed.
+   */
+  private async provenInclusion(installation: TenantLedgerReader, entry: LedgerEntryDoc, body: string, chosen: LedgerCheckpointDoc): Promise<{ root: Buffer; path: Buffer[] } | null> {
+    const index = entry._id;
+    if (entry.body !== body || !Number.isInteger(index) || index < 0 || index >= chosen.size) return null;
+    const verifier = this.ledger.verifier;
+    let root: Buffer;
+    try {
+      if (verifier && checkpointProblem(chosen, installation.origin, verifier) !== null) return null;
+      const signed = parseCheckpoint(noteText(chosen.note));
+      if (signed.origin !== installation.origin || signed.size !== chosen.size) return null;
+      root = Buffer.from(signed.root);
+    } catch {
+      return null;
+    }
+    let path: Buffer[];
+    try {
+      path = await installation.inclusion(index, chosen.size);
+    } catch (error) {
+      if (error instanceof MissingTile || error instanceof RangeError) return null;
+      throw error;
+    }
+    return verifyInclusion(index, chosen.size, leafHash(body), path, root) ? { root, path } : null;
   }
 
   /** A signed checkpoint of exactly `size` leaves, or 404. */

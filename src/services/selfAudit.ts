@@ -5,12 +5,19 @@
  * repeat or refused the second time), so no change goes unrecorded without the caller being told.
  *
  * The admin CLI runs no event writer: it leaves its records in the outbox (db/auditOutbox.ts), which
- * every running instance drains every few seconds, writing each under the id the CLI chose.
+ * every running instance drains every few seconds, writing each under the id the CLI chose. The outbox
+ * is as writable as the rest of the database, so the drain writes only records sealed with the row key
+ * (db/rowMacs.ts) and of the kinds the CLI makes; any other record is foreign: named, counted and moved
+ * aside, never written (a planted retention entry would otherwise be the service's own authority to
+ * remove events).
  */
 import type { TEventFilters } from '../domain/event';
 import type { Logger } from 'pino';
-import type { AuditOutbox } from '../db/auditOutbox';
-import type { EventDoc } from '../db/documents';
+import { type AuditOutbox, isOperatorRecord } from '../db/auditOutbox';
+import type { AuditOutboxDoc, EventDoc } from '../db/documents';
+import { describeDbError } from '../db/errors';
+import { isOwnOutbox } from '../db/rowMacs';
+import type { RowMac } from '../domain/ledger/rowMac';
 import { isRetentionAction } from '../domain/retention';
 import { type AuditActor, type AuditResource, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 import type { Clock } from '../domain/time';
@@ -21,10 +28,15 @@ import type { Principal } from './auth';
 export class SelfAudit {
   private timer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
+  private saidUnkeyed = false;
+  /** Outbox records this process found foreign (no valid MAC, or not of a kind the CLI makes) and moved aside. */
+  readonly stats = { outboxForeign: 0 };
 
   constructor(
     private readonly ingest: Pick<Ingest, 'writeOwn'>,
     private readonly outbox: AuditOutbox,
+    /** The row key (from the signing key file) the CLI seals its records with; null: the drain writes nothing. */
+    private readonly rowMac: RowMac | null,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
@@ -53,11 +65,25 @@ export class SelfAudit {
     return doc as EventDoc;
   }
 
-  /** Writes what the admin CLI left in the outbox, oldest first; each is removed once stored. */
+  /**
+   * Writes what the admin CLI left in the outbox, oldest first; each is removed once stored. A record
+   * that is not the CLI's (`isCliRecord`) is moved aside instead. Without the row key nothing is written
+   * or moved: an instance that has the key file drains them.
+   */
   async drainOutbox(): Promise<void> {
+    const mac = this.rowMac;
+    if (!mac) {
+      if (!this.saidUnkeyed) this.log.warn('the self-audit outbox is not drained by this process: it has no signing key to check the admin CLI\'s records with');
+      this.saidUnkeyed = true;
+      return;
+    }
     this.draining ??= (async () => {
       try {
         for (const doc of await this.outbox.waiting()) {
+          if (!isCliRecord(mac, doc)) {
+            await this.foreign(doc);
+            continue;
+          }
           await this.record(doc.tenant, doc.actor, doc.action, doc.resource, doc.metadata, { id: doc._id, at: doc.at });
           await this.outbox.remove(doc._id);
         }
@@ -68,6 +94,18 @@ export class SelfAudit {
       }
     })();
     return this.draining;
+  }
+
+  /** A record the CLI did not make: named at error level, counted, moved into `foreign_rows`. */
+  private async foreign(doc: AuditOutboxDoc): Promise<void> {
+    this.log.error({ kind: 'outbox', id: doc._id, action: doc.action, tenant: doc.tenant, where: 'self-audit outbox' }, 'FOREIGN outbox record: no valid MAC or not a kind the admin CLI makes (written into the database behind the service\'s back); not written to the log, moved aside into foreign_rows');
+    this.stats.outboxForeign++;
+    try {
+      await this.outbox.moveAside(doc, 'self-audit outbox', this.clock.now());
+    } catch (err) {
+      // Still never written: the next round meets it again, names and counts it again, and retries.
+      this.log.error({ id: doc._id, error: describeDbError(err) }, 'could not move a foreign outbox record aside');
+    }
   }
 
   start(intervalMs: number): void {
@@ -84,6 +122,16 @@ export class SelfAudit {
   /** An export's record: what was exported, by whom. */
   exportRun(principal: Principal, format: string, filters: TEventFilters, treeSize: number): Promise<EventDoc> {
     return this.record(principal.tenant, actorOf(principal), 'audit_ledger.export.run', { type: 'export', id: `tree-${treeSize}` }, { format, filters, tree_size: treeSize });
+  }
+}
+
+/** Whether an outbox record is the admin CLI's: sealed with the row key as it stands, and of a kind the CLI makes. */
+function isCliRecord(mac: RowMac, doc: AuditOutboxDoc): boolean {
+  try {
+    return isOwnOutbox(mac, doc) && isOperatorRecord(doc);
+  } catch {
+    // Fields that cannot even be encoded (a planted shape) were not sealed by the CLI.
+    return false;
   }
 }
 

@@ -10,10 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { sealOutbox } from '../../src/db/rowMacs';
+import { RowMac } from '../../src/domain/ledger/rowMac';
 import { SELF_AUDIT_ACTIONS } from '../../src/domain/selfAudit';
 import { call, createEvent, eventually, sentEvents } from '../helpers/api';
-import { startTestApp, type TestApp } from '../helpers/harness';
-import { runCli } from '../helpers/processes';
+import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
+import { runCli, testLedgerKeyFile } from '../helpers/processes';
 import { webhookReceiver } from '../helpers/streamReceivers';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
 
@@ -136,7 +138,7 @@ test('the records count against no cap: at its cap an organization still records
 });
 
 test('the admin CLI\'s changes reach the organization\'s record through the outbox a running instance drains', async () => {
-  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile() };
   const org = JSON.parse((await runCli(['org', 'create', '--name', 'Operated', '--json'], env)).stdout) as { id: string };
   const created = JSON.parse((await runCli(['key', 'create', '--org', org.id, '--name', 'ops', '--scopes', 'events:read', '--json'], env)).stdout) as { id: string };
   expect((await runCli(['key', 'revoke', created.id], env)).code).toBe(0);
@@ -149,16 +151,19 @@ test('the admin CLI\'s changes reach the organization\'s record through the outb
     [2, 'audit_ledger.key.created', 'operator', created.id],
     [3, 'audit_ledger.key.revoked', 'operator', created.id],
   ]);
-  expect(await app.collections.auditOutbox.countDocuments({})).toBe(0);
+  // Each is removed from the outbox just after it is stored.
+  await eventually('the outbox emptied', async () => (await app.collections.auditOutbox.countDocuments({})) === 0);
   // Signed like every event: the organization's log has a checkpoint of all three.
   const reader = await app.key(org.id);
   await eventually('a checkpoint of the three', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: reader.key })).body.tree_size === 3);
   // Drained twice (two instances at once, or a crash before the removal): stored once.
   const again = records[2];
-  await app.collections.auditOutbox.insertOne({ _id: again?._id ?? '', tenant: org.id, actor: { type: 'operator' }, action: 'audit_ledger.key.revoked', resource: { type: 'api_key', id: created.id }, metadata: {}, at: new Date() });
+  await app.collections.auditOutbox.insertOne(sealOutbox(RowMac.fromSigner(TEST_LEDGER_SIGNER), { _id: again?._id ?? '', tenant: org.id, actor: { type: 'operator' }, action: 'audit_ledger.key.revoked', resource: { type: 'api_key', id: created.id }, metadata: {}, at: new Date() }));
   await app.services.selfAudit.drainOutbox();
   expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(3);
   expect(await app.collections.auditOutbox.countDocuments({})).toBe(0);
+  // Drained as the CLI's own (sealed with the key file's row key), not moved aside as foreign.
+  expect(app.services.selfAudit.stats.outboxForeign).toBe(0);
 });
 
 test('the README lists every self-audit action with its description', () => {

@@ -22,7 +22,7 @@ export interface ServerProcess {
 }
 
 /** The test apps' ledger key, as a key file the server processes share (as an installation's instances do). */
-function testLedgerKeyFile(): string {
+export function testLedgerKeyFile(): string {
   const path = join(tmpdir(), `audit-ledger-test-key-${process.pid}`);
   if (!existsSync(path)) writeFileSync(path, `${privateKeyText(TEST_LEDGER_SIGNER.name, TEST_LEDGER_SEED)}\n`, { mode: 0o600 });
   return path;

@@ -5,14 +5,15 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, type TestApp } from '../helpers/harness';
-import { runCli, runCommand } from '../helpers/processes';
+import { runCli, runCommand, testLedgerKeyFile } from '../helpers/processes';
 
 let app: TestApp;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   app = await startTestApp({ label: 'cli' });
-  env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+  // The installation's key file: the CLI seals its self-audit records with it.
+  env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile() };
 });
 afterAll(() => app.close());
 

@@ -18,7 +18,7 @@ import { LIVE, type TombstoneDoc } from '../../src/db/documents';
 import type { TEvent } from '../../src/domain/event';
 import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
-import { ROOT, runCli } from '../helpers/processes';
+import { ROOT, runCli, testLedgerKeyFile } from '../helpers/processes';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
 import { webhookItems, webhookReceiver } from '../helpers/streamReceivers';
 
@@ -38,7 +38,7 @@ beforeAll(async () => {
   await run('go', ['build', '-o', goVerifier, '.'], { cwd: join(ROOT, 'verifier'), timeout: 600_000 });
   // The prune job runs when the test says (0: no timer); notice 7 days, policies of 30 days and more.
   app = await startTestApp({ label: 'retention', clock: { now: () => new Date(now) }, env: { RETENTION_PRUNE_INTERVAL_MS: '0' } });
-  env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+  env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile() };
 }, 660_000);
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
@@ -166,7 +166,7 @@ test('pruning by time: the policy takes effect after its notice, the job prunes 
   // Each pruned event left its tombstone: its id, number and leaf, no body, no salt.
   const tombstones = await app.collections.eventSlots.find({ tenant: org.id, removed: { $exists: true } }).toArray();
   expect(tombstones).toHaveLength(pruned.pruned);
-  for (const tombstone of tombstones) expect(Object.keys(tombstone).sort()).toEqual(['_id', 'leaf', 'leaf_v', 'month', 'month_seq', 'removed', 'removed_by', 'seq', 'tenant']);
+  for (const tombstone of tombstones) expect(Object.keys(tombstone).sort()).toEqual(['_id', 'leaf', 'leaf_v', 'mac', 'month', 'month_seq', 'removed', 'removed_by', 'seq', 'tenant']);
 
   // A body deleted in the database with no prune entry: missing without authority, named.
   const victim = (remaining.find((doc) => doc.actor_id === 'user_7') as { seq: number }).seq;
@@ -254,10 +254,14 @@ test('with the database: a deleted tombstone, an erased event put back, a tombst
     expect.objectContaining({ kind: 'deleted', leaf_index: gone.seq - 1, detail: expect.stringContaining('holds no tombstone') }),
     expect.objectContaining({ kind: 'retention', leaf_index: back.seq - 1, detail: expect.stringContaining('yet its event is stored there') }),
     expect.objectContaining({ kind: 'retention', leaf_index: renamed.seq - 1, detail: expect.stringContaining('which does not remove it') }),
+    // Put back without the key file, the event has no valid MAC: the service never serves it again.
+    expect.objectContaining({ kind: 'foreign', leaf_index: back.seq - 1, event_id: back._id }),
+    // A tombstone changed behind the service's back is foreign too.
+    expect.objectContaining({ kind: 'foreign', leaf_index: renamed.seq - 1 }),
   ]));
   const verified = await exportAndVerify(org, 'tombstones');
-  expect(verified.code).toBe(1);
-  expect(verified.stdout).toContain(`FAIL  removed yet present: the export holds the events at sequence numbers ${back.seq}`);
+  expect(verified.stdout).not.toContain(original.id);
+  expect((await call(`${app.url}/v1/events/${original.id}`, { key: org.key })).status).toBe(404);
 }, 120_000);
 
 test('held events are not pruned, and the prune entry says how many were kept', async () => {

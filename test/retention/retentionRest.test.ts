@@ -13,7 +13,7 @@ import { RETENTION_ACTIONS } from '../../src/domain/retention';
 import type { TEvent } from '../../src/domain/event';
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
-import { runCli } from '../helpers/processes';
+import { runCli, testLedgerKeyFile } from '../helpers/processes';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
 
 const PASSWORD = 'correct horse battery staple';
@@ -24,7 +24,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'retention-rest-'));
   app = await startTestApp({ label: 'retention_rest', env: { RETENTION_PRUNE_INTERVAL_MS: '0' } });
-  env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+  env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile() };
 });
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });

@@ -11,7 +11,7 @@ import { SCOPES, type Scope } from '../../src/domain/apiKey';
 import { REST_OPERATIONS } from '../../src/http/restApi';
 import { call, createEvent, eventually } from '../helpers/api';
 import { startTestApp, type TestApp } from '../helpers/harness';
-import { runCli } from '../helpers/processes';
+import { runCli, testLedgerKeyFile } from '../helpers/processes';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -84,7 +84,7 @@ test('a key made before scopes existed keeps the three it had (not retention:man
   expect((await call(`${app.url}/v1/ledger/key`, { key: org.key })).status).toBe(200);
   expect((await call(`${app.url}/v1/retention`, { key: org.key })).body).toEqual({ code: 'INSUFFICIENT_SCOPE', message: 'This API key lacks the scope retention:manage' });
 
-  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName };
+  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile() };
   const created = await runCli(['key', 'create', '--org', org.id, '--name', 'auditor', '--scopes', 'events:read,ledger:read', '--json'], env);
   expect(created.code).toBe(0);
   const auditor = JSON.parse(created.stdout) as { key: string; scopes: string[] };

@@ -1,22 +1,31 @@
 /**
  * The operator's commands on the database: organizations, keys, and the ledger's audit and reseal.
  * Changes to an organization are left in the self-audit outbox, which a running instance writes into
- * the organization's log (services/selfAudit.ts).
+ * the organization's log (services/selfAudit.ts), each record sealed with the row key derived from the
+ * signing key file: a running instance writes no record without it, so those commands need the key file.
  */
 import { DEFAULT_SCOPES, type Scope, SCOPES } from '../../domain/apiKey';
 import { loadConfig } from '../../config/env';
 import { apiKeyView } from '../../db/apiKeyRepository';
 import { parseVerifierKey } from '../../domain/ledger/note';
+import { RowMac } from '../../domain/ledger/rowMac';
 import { PLANS, type Plan } from '../../domain/plan';
 import { systemClock } from '../../domain/time';
-import { auditInstallation, auditLog } from '../../ledger/audit';
+import { auditEntriesOf, auditInstallation, auditLog } from '../../ledger/audit';
 import { LedgerIntegrator } from '../../ledger/integrator';
 import { createLogger } from '../../logger';
 import { installationKey, withAdminDatabase } from '../adminDatabase';
-import { type Command, need, opt, str, UsageError } from '../command';
-import type { AuditActor } from '../../domain/selfAudit';
+import { type Command, flag, need, opt, str, UsageError } from '../command';
 
-const OPERATOR: AuditActor = { type: 'operator' };
+/**
+ * The row key the outbox records of `command` are sealed with, from the installation's key file; asked
+ * for before anything changes, so that a command that could not leave its record changes nothing.
+ */
+function outboxKey(command: string): RowMac {
+  const signer = installationKey();
+  if (!signer) throw new UsageError(`${command} needs the ledger signing key file (LEDGER_SIGNING_KEY_FILE, or DATA_DIR/ledger-signing-key): its record in the organization's log is sealed with it, and a running instance writes no record without a valid seal`);
+  return RowMac.fromSigner(signer);
+}
 
 function parsePlan(value: string | undefined): Plan {
   if (value === undefined) return 'free';
@@ -53,9 +62,10 @@ export const adminCommands: Command[] = [
       const name = need(values, 'name');
       const plan = parsePlan(opt(values, 'plan'));
       const monthlyCap = parseCap(opt(values, 'monthly-cap'));
+      const mac = outboxKey('org create');
       return withAdminDatabase(async (db) => {
         const view = db.orgs.view(await db.orgs.create({ name, plan, monthlyCap }, systemClock.now()));
-        await db.outbox.add(view.id, OPERATOR, 'audit_ledger.organization.created', { type: 'organization', id: view.id, name }, { plan: view.plan, monthly_cap: view.monthly_cap }, systemClock.now());
+        await db.outbox.add(mac, view.id, 'audit_ledger.organization.created', { type: 'organization', id: view.id, name }, { plan: view.plan, monthly_cap: view.monthly_cap }, systemClock.now());
         const json = { id: view.id, name: view.name, plan: view.plan, monthly_cap: view.monthly_cap };
         return { json, text: `Created organization ${view.id} (${view.name}, ${view.plan}, cap ${view.monthly_cap}/month)` };
       }, { indexes: true });
@@ -81,10 +91,11 @@ export const adminCommands: Command[] = [
       const orgId = need(values, 'org');
       const name = need(values, 'name');
       const scopes = parseScopes(opt(values, 'scopes'));
+      const mac = outboxKey('key create');
       return withAdminDatabase(async (db) => {
         if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
         const { doc, key } = await db.apiKeys.forOrg(orgId).create(name, systemClock.now(), scopes);
-        await db.outbox.add(orgId, OPERATOR, 'audit_ledger.key.created', { type: 'api_key', id: doc.key_id, name }, { scopes: [...scopes] }, systemClock.now());
+        await db.outbox.add(mac, orgId, 'audit_ledger.key.created', { type: 'api_key', id: doc.key_id, name }, { scopes: [...scopes] }, systemClock.now());
         const json = { id: doc.key_id, key, name: doc.name, organization_id: doc.org_id, scopes: doc.scopes };
         return { json, text: `Created API key ${doc.key_id} for ${orgId} with ${scopes.join(', ')}. It is shown only now:\n${key}` };
       }, { indexes: true });
@@ -111,10 +122,11 @@ export const adminCommands: Command[] = [
     options: {},
     positionals: { min: 1, max: 1 },
     async run(_values, [keyId = '']) {
+      const mac = outboxKey('key revoke');
       return withAdminDatabase(async (db) => {
         const doc = await db.apiKeys.revoke(keyId, systemClock.now());
         if (!doc) throw new UsageError(`No API key ${keyId}`);
-        await db.outbox.add(doc.org_id, OPERATOR, 'audit_ledger.key.revoked', { type: 'api_key', id: doc.key_id, name: doc.name }, {}, systemClock.now());
+        await db.outbox.add(mac, doc.org_id, 'audit_ledger.key.revoked', { type: 'api_key', id: doc.key_id, name: doc.name }, {}, systemClock.now());
         const view = apiKeyView(doc);
         return { json: { id: view.id, status: view.status, revoked_at: view.revoked_at }, text: `Revoked ${view.id}` };
       });
@@ -128,18 +140,28 @@ export const adminCommands: Command[] = [
     options: { org: str, 'verifier-key': str },
     async run(values) {
       const text = opt(values, 'verifier-key');
-      const verifier = text ? parseVerifierKey(text) : installationKey();
+      const keyFile = installationKey();
+      const verifier = text ? parseVerifierKey(text) : keyFile;
+      // Rows' MACs need the key file itself, of the same key as the verifier's.
+      const macKey = keyFile && (!verifier || keyFile.publicKey.equals(verifier.publicKey)) ? keyFile : null;
       return withAdminDatabase(async (db) => {
         const org = opt(values, 'org');
         const tenants = org ? [org] : await db.orgs.ids();
         const reports = [];
-        for (const tenant of tenants) reports.push(await auditLog(db.ledger.forTenant(tenant), verifier));
+        for (const tenant of tenants) {
+          const report = await auditLog(db.ledger.forTenant(tenant), verifier, new Date(), macKey);
+          // Audited alone, an organization is also looked for in the installation log (with all of them,
+          // auditInstallation does it in its one pass): its checkpoints there, none stored, is a wipe.
+          if (org) report.findings.push(...(await auditEntriesOf(db.ledger, tenant, verifier)));
+          reports.push(report);
+        }
         const installation = org ? [] : await auditInstallation(db.ledger, db.witnesses, verifier);
         const findings = [...installation.map((f) => `installation: ${f.kind}: ${f.detail}`), ...reports.flatMap((r) => r.findings.map((f) => `${r.tenant}: ${f.kind}: ${f.detail}`))];
         const lines = [
           ...findings,
           ...reports.map((r) => `${r.tenant}: ${r.events} events, ${r.checkpoints} checkpoints (newest ${r.checkpoint_size}), ${r.removed.pruned} pruned and ${r.removed.erased} erased under retention entries, ${r.findings.length} findings`),
           verifier ? '' : '(checkpoint signatures not checked: no --verifier-key and no key file)',
+          macKey ? '' : '(rows\' MACs not checked: no key file of this installation here, so rows written behind its back are named only where they changed what was signed)',
         ];
         return { json: { reports, installation }, text: lines.filter(Boolean).join('\n'), exitCode: findings.length ? 1 : 0 };
       });
@@ -162,9 +184,9 @@ export const adminCommands: Command[] = [
   {
     words: 'ledger reseal',
     summary: 'sign a HALTED organization\'s log again from its stored events (run ledger audit first)',
-    synopsis: '--org ORG_ID',
-    details: 'For a log the service halted (its ledger state missing, or not matching what was signed): rebuilds it from the stored events and signs them, as an extension of the newest checkpoint the key signed, which they must still reproduce; with none, seals them as they are. Needs the signing key file. This is the operator\'s decision, and it is logged.',
-    options: { org: str },
+    synopsis: '--org ORG_ID [--adopt | --set-aside]',
+    details: 'For a log the service halted (its ledger state missing, or not matching what was signed): rebuilds it from the stored events and signs them, as an extension of the newest checkpoint the key signed, which they must still reproduce; with none, seals them as they are. Past that checkpoint only rows with a valid MAC are signed; --adopt seals rows without one as they are (an earlier version\'s rows that a crash left unsigned, once you checked them), --set-aside moves them into foreign_rows. Needs the signing key file. This is the operator\'s decision, and it is logged.',
+    options: { org: str, adopt: flag, 'set-aside': flag },
     async run(values) {
       const orgId = need(values, 'org');
       const signer = installationKey();
@@ -175,9 +197,16 @@ export const adminCommands: Command[] = [
         if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
         const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
         const integrator = new LedgerIntegrator(db.ledger, { name: signer.name, signer, intervalMs: config.ledgerIntervalMs }, systemClock, log);
-        const sealed = await integrator.reseal(orgId);
+        if (values.adopt === true && values['set-aside'] === true) throw new UsageError('--adopt and --set-aside exclude each other');
+        const sealed = await integrator.reseal(orgId, { adopt: values.adopt === true, setAside: values['set-aside'] === true });
         const from = sealed.anchor === null ? 'with no signed checkpoint to extend: the stored events were sealed as they are' : `extending the signed checkpoint of size ${sealed.anchor}, which the stored events reproduce`;
-        return { json: sealed, text: `Resealed ${orgId} at size ${sealed.size}, ${from}${sealed.planted ? ` (${sealed.planted} checkpoint documents this key did not sign were deleted)` : ''}` };
+        const rows = [
+          sealed.planted ? `${sealed.planted} checkpoint documents this key did not sign were deleted` : '',
+          sealed.adopted ? `${sealed.adopted} rows without a valid MAC adopted` : '',
+          sealed.setAside ? `${sealed.setAside} rows without a valid MAC moved into foreign_rows` : '',
+          sealed.foreignLeft ? `${sealed.foreignLeft} rows without a valid MAC past it left unsigned (--adopt or --set-aside)` : '',
+        ].filter(Boolean);
+        return { json: sealed, text: `Resealed ${orgId} at size ${sealed.size}, ${from}${rows.length ? ` (${rows.join('; ')})` : ''}` };
       });
     },
   },
