@@ -13,6 +13,18 @@ import { isOwnStored } from './rowMacs';
 import { describeDbError, DUPLICATE_KEY, isDatabaseUnreachable, isDuplicateKey } from './errors';
 
 const WRITE_CONCERN = { w: 'majority', j: true } as const;
+/**
+ * The writer's newest position when the rows found end below the signed size (signed events deleted
+ * behind the service's back: the log halts and the audit names them): the next number is the one after
+ * the signed ones, never one of them again. Their months are taken for the newest found's, so the cap
+ * counts them (it may count a few too many, never too few).
+ */
+function afterSigned(found: StoredPosition | null, signed: number): StoredPosition | null {
+  if (signed === 0) return found;
+  if (!found) return { seq: signed, month: '', monthSeq: 0 };
+  return { seq: signed, month: found.month, monthSeq: found.monthSeq + (signed - found.seq) };
+}
+
 /** Foreign rows the newest-event search moves aside before it gives up for this round (the next one goes on). */
 const MAX_FOREIGN_IN_A_ROW = 100;
 
@@ -126,11 +138,14 @@ export class EventInserts {
    * usually two, since the hint is the last number the writer saw. Never a sorted query.
    */
   async newest(tenant: string, taken: number): Promise<StoredPosition | null> {
+    // Numbers a signed checkpoint covers are given for good, whatever the database holds there now.
+    const signed = this.rowMac ? ((await this.c.ledgerHeads.findOne({ _id: tenant }))?.size ?? 0) : 0;
     for (let tries = 0; ; tries++) {
-      const found = await this.newestTaken(tenant, taken);
-      if (!found || !this.rowMac || tries === MAX_FOREIGN_IN_A_ROW) return found;
-      // The newest row must be the service's own: a foreign one (written behind its back at the next
-      // number, or further on) is moved aside, and the search goes on below it.
+      const found = await this.newestTaken(tenant, Math.max(taken, signed));
+      if (!found || found.seq < signed) return afterSigned(found, signed);
+      if (!this.rowMac || found.seq === signed || tries === MAX_FOREIGN_IN_A_ROW) return found;
+      // Past the signed numbers, the newest row must be the service's own: a foreign one (written behind
+      // its back at the next number, or further on) is moved aside, and the search goes on below it.
       const doc = await this.c.eventSlots.findOne({ tenant, seq: found.seq });
       if (!doc || (await this.own([doc], 'the writer\'s newest-event search')).length > 0) return found;
       taken = Math.max(0, found.seq - 1);

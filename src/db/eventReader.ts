@@ -126,9 +126,15 @@ export class EventReader {
     // One batch: a cursor left open holds one of FerretDB's PostgreSQL connections (src/domain/limited.ts).
     const found = await this.c.eventSlots.find({ _id: ids.length === 1 ? (ids[0] as string) : { $in: ids }, tenant: this.tenant }, { batchSize: ids.length }).toArray();
     const own = new Map<string, StoredEvent>();
+    let signed: number | null = null;
     for (const doc of found) {
-      if (this.isOwn(doc)) own.set(doc._id, doc);
-      else await this.foreign?.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'a lookup by id');
+      if (this.isOwn(doc)) {
+        own.set(doc._id, doc);
+        continue;
+      }
+      // One at a signed number stays where it is (a signed event changed: the audit names it).
+      signed ??= (await this.c.ledgerHeads.findOne({ _id: this.tenant }))?.size ?? 0;
+      if (doc.seq > signed) await this.foreign?.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'a lookup by id');
     }
     return own;
   }

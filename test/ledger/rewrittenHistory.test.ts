@@ -97,11 +97,18 @@ test('the rewritten-history attack: nothing is signed over it, the log halts, au
     expect(audited.code).toBe(1);
     expect(audited.stdout).toContain('"kind":"unanchored"');
 
-    // The operator's explicit command seals it (with no signed checkpoint left, the events as they are).
+    // The edited event has no valid MAC any more: the audit names it.
+    expect(audited.stdout).toContain('"kind":"foreign"');
+    // The operator's explicit command seals the events as they are (no signed checkpoint is left), but
+    // only up to the edited one: that one is not the service's own.
     const resealed = await runCli(['ledger', 'reseal', '--org', org.id, '--json'], cliEnv);
     expect(resealed.code).toBe(0);
-    expect(JSON.parse(resealed.stdout)).toEqual({ anchor: null, size: 306, planted: 0 });
+    expect(JSON.parse(resealed.stdout)).toEqual({ anchor: null, size: 149, planted: 0, adopted: 0, setAside: 0, foreignLeft: 1 });
     expect(resealed.stderr).toContain('ledger RESEALED by an operator');
+    // Adopting it as it is, is the operator's decision, made explicitly.
+    const adopted = await runCli(['ledger', 'reseal', '--org', org.id, '--adopt', '--json'], cliEnv);
+    expect(adopted.code).toBe(0);
+    expect(JSON.parse(adopted.stdout)).toEqual({ anchor: 149, size: 306, planted: 0, adopted: 1, setAside: 0, foreignLeft: 0 });
     expect((await audit(org)).code).toBe(0);
   } finally {
     await app.close();
@@ -135,7 +142,7 @@ test('tiles deleted: the log halts; reseal rebuilds them as an extension of the 
     await c.events.updateOne({ tenant: org.id, seq: 20 }, { $set: { action: original?.action as string } });
     const resealed = await runCli(['ledger', 'reseal', '--org', org.id, '--json'], cliEnv);
     expect(resealed.code).toBe(0);
-    expect(JSON.parse(resealed.stdout)).toEqual({ anchor: 300, size: 303, planted: 0 });
+    expect(JSON.parse(resealed.stdout)).toEqual({ anchor: 300, size: 303, planted: 0, adopted: 0, setAside: 0, foreignLeft: 0 });
     const consistency = await call(`${app.url}/v1/ledger/consistency?from=300&to=303`, { key: org.key });
     expect(consistency.status).toBe(200);
     // This instance resumes by itself at its next look at the halted log.
@@ -166,7 +173,7 @@ test('a checkpoint this key did not sign is never built upon', async () => {
     expect(await halted(app, org.id)).toContain('is not one this installation\'s key signed');
     expect(await c.ledgerCheckpoints.findOne({ _id: `${org.id}/15` })).toBeNull();
     const resealed = await runCli(['ledger', 'reseal', '--org', org.id, '--json'], cliEnv);
-    expect(JSON.parse(resealed.stdout)).toEqual({ anchor: 10, size: 15, planted: 1 });
+    expect(JSON.parse(resealed.stdout)).toEqual({ anchor: 10, size: 15, planted: 1, adopted: 0, setAside: 0, foreignLeft: 0 });
   } finally {
     await app.close();
   }
