@@ -66,7 +66,7 @@ export class EventInserts {
     const own: T[] = [];
     for (const doc of found) {
       if (isOwnStored(rowMac, doc)) own.push(doc);
-      else await foreign.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, where);
+      else await foreign.moveEventAside(doc, where);
     }
     return own;
   }

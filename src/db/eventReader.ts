@@ -134,7 +134,7 @@ export class EventReader {
       }
       // One at a signed number stays where it is (a signed event changed: the audit names it).
       signed ??= (await this.c.ledgerHeads.findOne({ _id: this.tenant }))?.size ?? 0;
-      if (doc.seq > signed) await this.foreign?.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'a lookup by id');
+      if (doc.seq > signed) await this.foreign?.moveEventAside(doc, 'a lookup by id');
     }
     return own;
   }

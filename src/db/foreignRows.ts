@@ -7,16 +7,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Collections } from './database';
-import type { ForeignKind } from './documents';
+import { type ForeignKind, isTombstone, type StoredEvent } from './documents';
 import { describeDbError } from './errors';
 
 /** Rows remembered as named already; past this many the memory starts again (a row may be named twice). */
 const REMEMBERED = 10_000;
 
+/** What names a row in a log line: its id, and its organization and number where it has them. */
 interface Row {
-  _id: unknown;
-  tenant?: unknown;
-  seq?: unknown;
+  _id: string | number;
+  tenant?: string;
+  seq?: number;
 }
 
 export class ForeignRows {
@@ -31,7 +32,7 @@ export class ForeignRows {
 
   /** Names a foreign row met by `where`: logged and counted the first time. */
   met(kind: ForeignKind, row: Row, where: string): void {
-    const key = `${kind}/${String(row.tenant ?? '')}/${String(row._id)}/${String(row.seq ?? '')}`;
+    const key = `${kind}/${row.tenant ?? ''}/${row._id}/${row.seq ?? ''}`;
     if (this.named.has(key)) return;
     if (this.named.size >= REMEMBERED) this.named.clear();
     this.named.add(key);
@@ -43,12 +44,12 @@ export class ForeignRows {
    * Moves a foreign event or tombstone out of the events collection (a copy into `foreign_rows` first,
    * then a delete of exactly that document: its id at its place). Returns whether it was removed.
    */
-  async moveEventAside(row: Row & Record<string, unknown>, where: string): Promise<boolean> {
-    const kind = row.removed !== undefined ? 'tombstone' : 'event';
+  async moveEventAside(row: StoredEvent, where: string): Promise<boolean> {
+    const kind = isTombstone(row) ? 'tombstone' : 'event';
     this.met(kind, row, where);
     try {
       await this.c.foreignRows.insertOne({ _id: randomUUID(), kind, where, found_at: new Date(), row: { ...row } });
-      const { deletedCount } = await this.c.eventSlots.deleteOne({ _id: row._id as string, tenant: row.tenant as string, seq: row.seq as number });
+      const { deletedCount } = await this.c.eventSlots.deleteOne({ _id: row._id, tenant: row.tenant, seq: row.seq });
       if (deletedCount > 0) {
         this.counts.movedAside++;
         this.log.warn({ id: row._id, tenant: row.tenant, seq: row.seq, where }, 'foreign event row moved aside into foreign_rows: its sequence number is free for the service\'s own event');

@@ -30,7 +30,7 @@ export class RetentionStore {
     private readonly foreign: ForeignRows | null = null,
   ) {}
 
-  private own<T extends StoredEvent>(doc: T): boolean {
+  private own(doc: StoredEvent): boolean {
     if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
     this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'retention');
     return false;

@@ -818,7 +818,7 @@ export class LedgerIntegrator {
         this.store.foreign.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'the ledger');
         throw new LedgerHalt(`the event at sequence number ${doc.seq} has no valid MAC and events of the service's are stored after it: it was changed behind the service's back before it was signed (run \`ledger audit\`)`);
       }
-      await this.store.foreign.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'the ledger');
+      await this.store.foreign.moveEventAside(doc, 'the ledger');
     }
     // Short of `upTo` (foreign rows moved aside, or asked for further than the events go): signed up to
     // the last own event, unless this instance stored later ones itself (a gap, then: retried).
@@ -972,7 +972,7 @@ export class LedgerIntegrator {
     const checkpoint: LedgerCheckpointDoc = { _id: checkpointId(tenant, size), tenant, size, root: root.toString('base64'), note, created_at: this.clock.now() };
     await store.replaceLog(planted, [...tiles.values()], checkpoint);
     await store.sealRows(seals);
-    if (rows.setAside) for (const doc of foreignPast) await this.store.foreign.moveEventAside(doc as unknown as Record<string, unknown> & { _id: string }, 'ledger reseal --set-aside');
+    if (rows.setAside) for (const doc of foreignPast) await this.store.foreign.moveEventAside(doc, 'ledger reseal --set-aside');
     this.logs.delete(tenant);
     // Like every checkpoint, it enters the installation log: a reseal is visible to the witnesses' and
     // the customers' monitors, whatever it sealed.

@@ -48,7 +48,7 @@ export async function sealCovered(store: TenantLedgerStore, rowMac: RowMac, anch
   const size = anchor?.size ?? 0;
   const leaves: Buffer[] = [];
   let pending: { _id: string; seq: number; mac: string }[] = [];
-  let past: { _id: string; seq: number; mac: string }[] = [];
+  const past: { _id: string; seq: number; mac: string }[] = [];
   let unsealedFrom: number | null = null;
   let sealed = 0;
   for await (const doc of store.eventsInOrder()) {
@@ -67,7 +67,6 @@ export async function sealCovered(store: TenantLedgerStore, rowMac: RowMac, anch
   if (!reproduced) return { sealed: 0, unsealedFrom, reproduced };
   if (adopt) {
     pending = [...pending, ...past];
-    past = [];
     unsealedFrom = null;
   }
   for (let at = 0; at < pending.length; at += SEAL_BATCH) {

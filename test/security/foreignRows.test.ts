@@ -67,7 +67,7 @@ async function writeOne(app: TestApp, org: TestOrg, actor: string): Promise<{ st
 async function newestRow(c: Collections, tenant: string): Promise<EventDoc> {
   const [doc] = await c.events.find({ tenant }).sort({ seq: -1 }).limit(1).toArray();
   if (!doc) throw new Error(`no events for ${tenant}`);
-  return doc as EventDoc;
+  return doc;
 }
 
 /**
@@ -310,8 +310,9 @@ describe('4. a number squatted across a restart', () => {
     const squatter = forgedFrom(template, base + ahead);
     await c.events.insertOne(squatter);
 
-    let logs: string[];
-    ({ app, c, logs } = await start('squatrestart', dbName));
+    const restarted = await start('squatrestart', dbName);
+    ({ app, c } = restarted);
+    const { logs } = restarted;
     try {
       const written: { status: number; id: string; leaf: number; text: string }[] = [];
       for (let i = 0; i < 6; i++) written.push(await writeOne(app, org, `r${i}`));
