@@ -6,14 +6,18 @@
  * run (a key, an event, a hold) carry a number taken modulo the count: `#3` is the fourth, counting
  * from 0 in the order they were made, wrapping around.
  */
+import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
+import { v7 as uuidv7 } from 'uuid';
+import { importVerifier, verifyEventInclusion } from '../../src/domain/ledger/webVerify';
 import { checkLedger, checkState, contentDifference } from './check';
 import { stepLog } from './log';
 import {
   ACTORS, type Actor, acknowledge, bodyOf, type CreateBody, DAY_MS, daysInForce, type EventSpec, expectedErasure, expectedPrune, expiredKeys, freshKey, freshMarker,
-  holdsEverything, liveKeys, markRemoved, type Model, type ModelEvent, type ModelKey, pendingPolicy, pick, recordPolicy,
+  holdsEverything, liveKeys, markRemoved, type Model, type ModelEvent, type ModelKey, pendingPolicy, pick, plantedIds, type PlantedRow, type PlantVariant,
+  presentEvents, recordPolicy,
 } from './model';
-import type { RetentionVia, System } from './system';
+import { type RetentionVia, type SlotDoc, type System, VERIFIER_KEY } from './system';
 
 /**
  * Which checks follow each step: the cheap ones always; the slow ones (the ledger's verifiers and the
@@ -153,6 +157,10 @@ export class ReplaySame extends Step {
     const receipts = (key.kind === 'batch' ? res.body.ledger : [res.body.ledger]) as ({ leaf_index?: number; removed?: unknown } | null | undefined)[] | undefined;
     expectThat(isSameIds(answered, key.ids), `replaying a ${state}: answered ids ${JSON.stringify(answered?.map((e) => e.id))}, not ${JSON.stringify(key.ids)}`);
     for (const event of removed) expectThat(!res.text.includes(event.marker), `replaying a ${state}: the answer holds the content of the removed event ${event.id} (seq ${event.seq})`);
+    // Rows planted among the other organization's may be copies of these very events: their ids only.
+    for (const planted of m.planted) {
+      expectThat(!res.text.includes(planted.id) && (planted.org === 'other' || !res.text.includes(planted.marker)), `replaying a ${state}: the answer holds the planted row ${planted.id} (${planted.variant}) or its content`);
+    }
     events.forEach((event, i) => {
       const returned = answered?.[i] ?? {};
       const receipt = receipts?.[i];
@@ -381,7 +389,7 @@ export class AdvanceAndPrune extends Step {
   protected async act(m: Model, s: System): Promise<void> {
     m.now += this.days * DAY_MS;
     s.clock.now = m.now;
-    await s.integrate();
+    await s.integrate(plantedIds(m));
     const expected = expectedPrune(m);
     const result = await s.app.services.retention.prune(s.orgId);
     m.prunedTotal += result.pruned;
@@ -435,8 +443,8 @@ export class Reseal extends Step {
     return m.events.length > 0;
   }
 
-  protected async act(_m: Model, s: System): Promise<void> {
-    const newest = await s.integrate();
+  protected async act(m: Model, s: System): Promise<void> {
+    const newest = await s.integrate(plantedIds(m));
     const before = (await s.api('/v1/ledger/checkpoint')).body as { tree_size: number; root_hash: string };
     const sealed = await s.cli(['ledger', 'reseal', '--org', s.orgId, '--json']);
     expectThat(sealed.code === 0, `ledger reseal failed (${sealed.code}): ${sealed.stderr.slice(0, 400)}`);
@@ -469,6 +477,158 @@ export class StreamFromStart extends Step {
   toString(): string {
     return 'streamFromStart';
   }
+}
+
+const RETENTION_ERASED = 'audit_ledger.retention.erased';
+
+/**
+ * A database writer behind the service's back (someone who can write the database but cannot read the
+ * signing key file, so cannot make a row's MAC) plants a row in the `events` collection:
+ * - `next`: an event shaped like a stored one of the model's organization (its fields copied, a new id,
+ *   a fresh salt, its own content), at the next sequence number;
+ * - `ahead`: the same `k` (1..5) past the next number;
+ * - `authority`: the service's own erasure entry (action `audit_ledger.retention.erased`, api_key_id
+ *   `audit_ledger`), `k` (0..5) past the next number, claiming a range of existing events;
+ * - `copyIn`: a genuine event of another organization copied into the model's at its next number
+ *   (tenant and number changed, content, salt and MAC kept, a new id: `_id` is unique);
+ * - `copyOut`: a genuine event of the model's organization copied the same way into the other's.
+ * `mac`: the first three carry a MAC copied from another row (the template's), or none. `write`: then
+ * the organization's client writes a batch reaching the planted number: 201, acknowledged, at numbers no
+ * one held, and its newest event proven in a signed checkpoint at once. Whatever it does, the checks
+ * hold the service to this: a planted row is never served, signed, delivered, counted as authority,
+ * and never costs a genuine event its number.
+ */
+export class PlantForeign extends Step {
+  constructor(
+    readonly variant: PlantVariant,
+    readonly k: number,
+    readonly which: number,
+    readonly mac: boolean,
+    readonly write: boolean,
+  ) {
+    super();
+  }
+
+  override check(m: Readonly<Model>): boolean {
+    return this.variant === 'copyIn' || presentEvents(m).length > 0;
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const events = s.eventsCollection();
+    const copy = this.variant === 'copyIn' || this.variant === 'copyOut';
+    const other = copy ? await s.otherOrg() : null;
+    if (copy) m.other ??= [];
+    if (this.variant === 'copyIn' && (m.other as OtherEventList).length === 0) await writeOther(m, s, 1);
+    const into: PlantedRow['org'] = this.variant === 'copyOut' ? 'other' : 'model';
+    const tenant = into === 'other' ? (other as { id: string }).id : s.orgId;
+
+    // The template: a stored event of the organization the row is copied from.
+    const source = this.variant === 'copyIn' ? pick(m.other as OtherEventList, this.which) : pick(presentEvents(m), this.which);
+    const template = await events.findOne({ _id: source.id });
+    expectThat(template !== null && template.removed === undefined, `the stored event ${source.id} to copy is ${template ? 'a tombstone' : 'not in the database'}`);
+    const planted = plantedIds(m, into);
+    const genuine = (await s.slots(tenant)).filter((doc) => !planted.has(doc._id));
+    const head = genuine.reduce<SlotDoc | null>((newest, doc) => (!newest || doc.seq > newest.seq ? doc : newest), null);
+    const next = (head?.seq ?? 0) + 1;
+    const offset = this.variant === 'ahead' || this.variant === 'authority' ? this.k : 0;
+
+    const { mac: genuineMac, ...shape } = template;
+    const marker = copy ? source.marker : freshMarker(m);
+    let row: SlotDoc = { ...shape, _id: uuidv7(), tenant, seq: next + offset };
+    if (copy) row = { ...row, ...(genuineMac === undefined ? {} : { mac: genuineMac }) };
+    else {
+      const changes: Record<string, unknown> = this.variant === 'authority'
+        ? await authorityFields(m, s, marker)
+        : { actor_name: `name ${marker}`, metadata: JSON.stringify({ marker, n: m.counter }) };
+      row = { ...row, ...changes, salt: randomBytes(32).toString('hex'), ...(this.mac && genuineMac !== undefined ? { mac: genuineMac } : {}) };
+    }
+    // The month's count, continued as the service's own next event would have it.
+    if (head && typeof head.month_seq === 'number') row = { ...row, month: head.month, month_seq: head.month_seq + (row.seq - head.seq) };
+
+    // The service may take the number first (its own records are written in the background): the next free one then.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await events.insertOne(row);
+        break;
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 11000 || attempt >= 10) throw error;
+        row = { ...row, seq: row.seq + 1, ...(typeof row.month_seq === 'number' ? { month_seq: row.month_seq + 1 } : {}) };
+      }
+    }
+    m.planted.push({ id: row._id, org: into, seq: row.seq, variant: this.variant, marker });
+    stepLog(`    planted ${row._id} at ${tenant === s.orgId ? 'the model' : 'the other'}'s seq ${row.seq} (next was ${next})`);
+    if (!this.write) return;
+
+    // The client's next writes, up to and past the planted number: answered, numbered anew, signed.
+    const count = row.seq - next + 1;
+    if (into === 'other') {
+      const written = await writeOther(m, s, count);
+      await expectProven(s, (s.other as { key: string }).key, written);
+      return;
+    }
+    const bodies = Array.from({ length: count }, (_, i) => bodyOf({ actor: ACTORS[(this.which + i) % ACTORS.length] as Actor, lookalike: false }, freshMarker(m), m.counter));
+    const res = await s.api('/v1/events/batch', { body: { events: bodies } });
+    expectThat(res.status === 201, `the batch of ${count} after the planted row answered ${res.status}: ${res.text.slice(0, 300)}`);
+    const acknowledged = acknowledgeAnswer(m, s, res, bodies, true);
+    await expectProven(s, s.key, (acknowledged.at(-1) as ModelEvent).id);
+  }
+
+  toString(): string {
+    const at = this.variant === 'ahead' || this.variant === 'authority' ? `next+${this.k}` : 'next';
+    const what = this.variant === 'copyIn' ? 'copy other#' : this.variant === 'copyOut' ? 'copy #' : this.variant === 'authority' ? 'erasure entry over #' : `${this.mac ? 'mac copied' : 'no mac'}, like #`;
+    return `plantForeign(${this.variant}@${at}, ${what}${this.which}${this.write ? ', then write' : ''})`;
+  }
+}
+
+type OtherEventList = NonNullable<Model['other']>;
+
+/** Writes `count` events to the other organization (201), records them; answers the newest's id. */
+async function writeOther(m: Model, s: System, count: number): Promise<string> {
+  const other = await s.otherOrg();
+  const bodies = Array.from({ length: count }, (_, i) => bodyOf({ actor: ACTORS[i % ACTORS.length] as Actor, lookalike: false }, freshMarker(m), m.counter));
+  const res = await s.api('/v1/events/batch', { body: { events: bodies }, key: other.key });
+  expectThat(res.status === 201, `the other organization's batch of ${count} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  const returned = res.body.events as { id: string }[];
+  const receipts = res.body.ledger as { leaf_index: number }[];
+  const list = m.other ?? (m.other = []);
+  bodies.forEach((body, i) => {
+    const id = String(returned[i]?.id);
+    const seq = (receipts[i]?.leaf_index ?? Number.NaN) + 1;
+    const was = s.otherSeqIds.get(seq);
+    expectThat(was === undefined || was === id, `the other organization's event ${id} was given sequence number ${seq}, which ${was ?? ''} held`);
+    list.push({ id, seq, marker: body.metadata.marker });
+  });
+  return String(returned.at(-1)?.id);
+}
+
+/** The fields of a forged erasure entry: a stored one's shape, claiming up to three numbers of existing events. */
+async function authorityFields(m: Model, s: System, marker: string): Promise<Record<string, unknown>> {
+  const target = pick(presentEvents(m), m.counter);
+  const newest = Math.max(...presentEvents(m).map((e) => e.seq));
+  const to = Math.min(target.seq + 2, newest);
+  const real = await s.eventsCollection().findOne({ tenant: s.orgId, action: RETENTION_ERASED, _id: { $nin: [...plantedIds(m)] } });
+  const like = real ? (JSON.parse(String(real.metadata)) as Record<string, unknown>) : { actor_type: 'member', role: 'owner' };
+  return {
+    action: RETENTION_ERASED,
+    api_key_id: 'audit_ledger',
+    ...(real ? { actor_id: real.actor_id, actor_name: real.actor_name, actor_email: real.actor_email } : { actor_id: 'service', actor_name: null, actor_email: null }),
+    resource_type: 'erasure',
+    resource_id: `erasure_${marker}`,
+    resource_name: null,
+    metadata: JSON.stringify({ ...like, ranges: to > target.seq ? `${target.seq}-${to}` : `${target.seq}`, count: to - target.seq + 1, reason: 'data_subject_request', held: 0 }),
+    organization_id: s.orgId,
+    ts: new Date(m.now),
+    received_at: new Date(m.now),
+  };
+}
+
+/** The event's proof from a signed checkpoint, checked with the repository's verifier against the pinned key. */
+async function expectProven(s: System, key: string, id: string): Promise<void> {
+  const proof = await s.api(`/v1/events/${id}/proof`, { key });
+  expectThat(proof.status === 200, `the proof of the genuine event ${id}, written after the planted row, answered ${proof.status}: ${proof.text.slice(0, 300)}`);
+  const event = await s.api(`/v1/events/${id}`, { key });
+  const { failures } = await verifyEventInclusion(event.body.event ?? event.body, proof.body, await importVerifier(VERIFIER_KEY));
+  expectThat(failures.length === 0, `the proof of the genuine event ${id}, written after the planted row, fails: ${failures.join('; ')}`);
 }
 
 /**
@@ -506,6 +666,9 @@ export function commandArbitrary(without: ReadonlySet<string> = new Set()): fc.A
     ['stopSecond', 2, once(() => new StopSecond())],
     ['reseal', 2, once(() => new Reseal())],
     ['streamFromStart', 1, once(() => new StreamFromStart())],
+    // A database writer behind the service's back: rare, each of its forms alike.
+    ['plantForeign', 2, fc.tuple(fc.constantFrom<PlantVariant>('next', 'ahead', 'authority', 'copyIn', 'copyOut'), fc.integer({ min: 1, max: 5 }), which, fc.boolean(), fc.boolean())
+      .map(([variant, k, n, mac, write]) => new PlantForeign(variant, variant === 'authority' ? k - 1 : k, n, mac, write))],
   ];
   const kept = weighted.filter(([name]) => !without.has(name)).map(([, weight, arbitrary]) => ({ arbitrary, weight }));
   if (kept.length === 0) throw new Error('every command was left out');

@@ -78,6 +78,33 @@ export interface PolicyChange {
   recordedAt: number;
 }
 
+/**
+ * How a database writer (behind the service's back, without the signing key file) forges a row
+ * (commands.ts, PlantForeign): an event shaped like a stored one at the next sequence number or `k`
+ * past it, with no MAC or one copied from another row; a retention entry of the service's claiming
+ * ranges of existing events (a forged authority); or a genuine row of one organization copied into the
+ * other (`copyIn`: the other's into the model's; `copyOut`: the model's into the other's), MAC kept.
+ */
+export type PlantVariant = 'next' | 'ahead' | 'authority' | 'copyIn' | 'copyOut';
+
+/** A row written behind the service's back: it must never be served, signed, delivered or taken as authority. */
+export interface PlantedRow {
+  id: string;
+  /** Which organization's rows it sits among. */
+  org: 'model' | 'other';
+  seq: number;
+  variant: PlantVariant;
+  /** A string of its content no answer to its organization may hold (for a copy, the original's marker). */
+  marker: string;
+}
+
+/** An event of the other organization, acknowledged 201 (written only to have rows to copy across). */
+export interface OtherEvent {
+  id: string;
+  seq: number;
+  marker: string;
+}
+
 export interface Model {
   /** The service's clock (ms). */
   now: number;
@@ -93,6 +120,10 @@ export interface Model {
   neverStored: string[];
   secondRunning: boolean;
   stream: boolean;
+  /** Rows a database writer planted (PlantForeign), in order. */
+  planted: PlantedRow[];
+  /** The other organization's acknowledged events; null until a plant first needed the organization. */
+  other: OtherEvent[] | null;
   /** For fresh markers and keys. */
   counter: number;
   /** Distinguishes this run's markers and keys from any other run's. */
@@ -102,9 +133,12 @@ export interface Model {
 export function newModel(tag: string): Model {
   return {
     now: START_TIME, events: [], byId: new Map(), keys: [], holds: [], policies: [], prunedTotal: 0, neverStored: [],
-    secondRunning: false, stream: false, counter: 0, tag,
+    secondRunning: false, stream: false, planted: [], other: null, counter: 0, tag,
   };
 }
+
+/** The ids of the rows planted among an organization's. */
+export const plantedIds = (m: Model, org: PlantedRow['org'] = 'model'): Set<string> => new Set(m.planted.filter((p) => p.org === org).map((p) => p.id));
 
 export const isPresent = (event: ModelEvent): boolean => event.removed === null;
 export const presentEvents = (m: Model): ModelEvent[] => m.events.filter(isPresent);

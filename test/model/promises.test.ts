@@ -4,7 +4,8 @@
  * replays of a key with the same and a changed body and of an expired key, erasures by actor and by id
  * with and without legal holds, holds placed and released, retention policies (through the owner's
  * dashboard or /v1/retention with a `retention:manage` key), the clock moved and the prune job run,
- * restarts, the operator's reseal and a stream from sequence number 1, against the real server and
+ * restarts, the operator's reseal, a stream from sequence number 1 and a database writer planting forged
+ * rows behind the service's back (plantForeign), against the real server and
  * database; after every step the service is held to a plain in-memory model (model.ts; the commands in
  * commands.ts, the checks in check.ts).
  *

@@ -50,9 +50,19 @@ export interface PolicyView {
   pending: { days: number | null; effective_at: string } | null;
 }
 
+/** The second organization (plantForeign's copies between organizations): its id and an API key. */
+export interface OtherOrg {
+  id: string;
+  key: string;
+}
+
 export class System {
   second: TestApp | null = null;
   stream: ModelStream | null = null;
+  /** The second organization, made when a plantForeign command first needs one. */
+  other: OtherOrg | null = null;
+  /** The other organization's (sequence number → event id) ever seen: as `seqIds`. */
+  readonly otherSeqIds = new Map<number, string>();
   /** Every (sequence number → event id) ever seen in the database: a number must never change hands. */
   readonly seqIds = new Map<number, string>();
   /** Problems the harness reported when closing an app (queries no declared index serves): printed, not failed on. */
@@ -211,22 +221,46 @@ export class System {
     if (second) await this.closeApp(second);
   }
 
-  /** The raw events collection of the organization: events and tombstones alike, whatever the service's types say. */
-  async slots(): Promise<SlotDoc[]> {
-    return this.admin.db(this.dbName).collection<SlotDoc>('events').find({ tenant: this.orgId }).toArray();
+  /** The raw events collection of the organization (or `tenant`): events and tombstones alike, whatever the service's types say. */
+  async slots(tenant: string = this.orgId): Promise<SlotDoc[]> {
+    return this.admin.db(this.dbName).collection<SlotDoc>('events').find({ tenant }).toArray();
+  }
+
+  /** The raw events collection, as a database writer behind the service's back sees it. */
+  eventsCollection() {
+    return this.admin.db(this.dbName).collection<SlotDoc>('events');
+  }
+
+  /** The ids of the rows the service moved aside into `foreign_rows` (as they were found). */
+  async movedAside(): Promise<Set<string>> {
+    const docs = await this.admin.db(this.dbName).collection<{ row: { _id?: unknown } }>('foreign_rows').find({}).toArray();
+    return new Set(docs.map((doc) => String(doc.row._id)));
+  }
+
+  /** The second organization, made (with a key) on first use. */
+  async otherOrg(): Promise<OtherOrg> {
+    if (!this.other) {
+      const org = await this.app.org({ name: 'Other' });
+      this.other = { id: org.id, key: org.key };
+    }
+    return this.other;
   }
 
   /** The service's own retention entries (prune and erasure), as stored. */
-  async retentionEntries(): Promise<{ seq: number; action: string; metadata: string }[]> {
-    return this.admin.db(this.dbName).collection<{ seq: number; action: string; metadata: string }>('events')
+  async retentionEntries(): Promise<{ _id: string; seq: number; action: string; metadata: string }[]> {
+    return this.admin.db(this.dbName).collection<{ _id: string; seq: number; action: string; metadata: string }>('events')
       .find({ tenant: this.orgId, api_key_id: 'audit_ledger', action: { $in: ['audit_ledger.retention.pruned', 'audit_ledger.retention.erased'] } })
       .toArray();
   }
 
-  /** Signs a checkpoint over every stored event, on the primary (as the retention test does before an export or a prune). */
-  async integrate(): Promise<number> {
-    const newest = Math.max(0, ...(await this.slots()).map((doc) => doc.seq));
-    await this.app.services.integrator.integrate(this.orgId, { storedTo: newest });
+  /**
+   * Signs a checkpoint over every stored event, on the primary (as the retention test does before an
+   * export or a prune); `planted`: ids of rows written behind the service's back, which are not its
+   * events (never to be signed), so they do not count toward the newest.
+   */
+  async integrate(planted: ReadonlySet<string> = new Set(), tenant: string = this.orgId): Promise<number> {
+    const newest = Math.max(0, ...(await this.slots(tenant)).filter((doc) => !planted.has(doc._id)).map((doc) => doc.seq));
+    await this.app.services.integrator.integrate(tenant, { storedTo: newest });
     return newest;
   }
 
