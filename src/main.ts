@@ -12,7 +12,7 @@ import { createLogger } from './logger';
 import { createServices } from './services/container';
 import { defaultLedgerName, loadOrCreateSigningKey, readSigningKey, SigningKeyError } from './ledger/signingKey';
 import { assertKeyFitsLedger } from './ledger/keyFit';
-import { collections } from './db/database';
+import { InstallationStore } from './db/installationStore';
 import { readWitnessPolicy } from './ledger/witnesses';
 import { UnsealedRowsError } from './ledger/legacyRows';
 
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const existing = readSigningKey(keyFile, config.ledgerName);
   const database = await connectDatabase(config, log);
   try {
-    await assertKeyFitsLedger(collections(database.db), database.db, existing, { keyFile, dataDir: config.dataDir, mongodbUri: config.mongodbUri });
+    await assertKeyFitsLedger(new InstallationStore(database.db), existing, { keyFile, dataDir: config.dataDir, mongodbUri: config.mongodbUri });
   } catch (error) {
     await database.close().catch(() => undefined);
     throw error;

@@ -9,6 +9,7 @@ import { ApiKeyRepository } from '../db/apiKeyRepository';
 import { AuditOutbox } from '../db/auditOutbox';
 import { connectDatabase } from '../db/connect';
 import { collections, ensureIndexes } from '../db/database';
+import { InstallationStore } from '../db/installationStore';
 import { LedgerStore } from '../db/ledgerStore';
 import { OrgRepository } from '../db/orgRepository';
 import { WitnessStore } from '../db/witnessStore';
@@ -22,6 +23,8 @@ export interface AdminDatabase {
   witnesses: WitnessStore;
   /** Self-audit records of the operator's changes, for a running instance to write (db/auditOutbox.ts). */
   outbox: AuditOutbox;
+  /** The whole installation's ledger: the key check's reads and `ledger new-installation`'s drop and reseal. */
+  installation: InstallationStore;
 }
 
 /** Runs `use` with the database open; `indexes`: make sure the indexes exist first (commands that write). */
@@ -31,7 +34,7 @@ export async function withAdminDatabase<T>(use: (db: AdminDatabase) => Promise<T
   try {
     const c = collections(database.db);
     if (options.indexes) await ensureIndexes(c);
-    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c), outbox: new AuditOutbox(c) });
+    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c), outbox: new AuditOutbox(c), installation: new InstallationStore(database.db) });
   } finally {
     await database.close();
   }

@@ -6,15 +6,12 @@
  *
  * The check reads a few checkpoints, never a scan: the installation log's newest (its head, then the
  * checkpoint by id: two point reads) and any one checkpoint (a read with no filter and no sort, which
- * FerretDB limits in PostgreSQL). The key fits when one of them is signed by it, or when none is stored.
+ * FerretDB limits in PostgreSQL: db/installationStore.ts). The key fits when one of them is signed by it, or when none is stored.
  * A checkpoint tampered with is not this check's business: the integrator halts its log (integrator.ts).
  */
 import { resolve } from 'node:path';
-import type { Db } from 'mongodb';
-import type { Collections } from '../db/database';
 import type { LedgerCheckpointDoc } from '../db/documents';
-import { redactUri } from '../db/connect';
-import { checkpointId } from '../db/ledgerStore';
+import type { InstallationStore } from '../db/installationStore';
 import { fromBase64, hex8 } from '../domain/ledger/formats';
 import { openNote, type Verifier } from '../domain/ledger/note';
 import { INSTALLATION } from './integrator';
@@ -22,19 +19,6 @@ import { SigningKeyError } from './signingKey';
 
 /** The start was refused: the stored ledger was signed by another key than the key file's (or there is no key file). */
 export class SigningKeyMismatch extends SigningKeyError {}
-
-/** The stored checkpoints the check looks at: the installation log's newest, and any one. */
-export async function sampleCheckpoints(c: Pick<Collections, 'ledgerHeads' | 'ledgerCheckpoints'>): Promise<LedgerCheckpointDoc[]> {
-  const found: LedgerCheckpointDoc[] = [];
-  const head = await c.ledgerHeads.findOne({ _id: INSTALLATION });
-  if (head) {
-    const newest = await c.ledgerCheckpoints.findOne({ _id: checkpointId(INSTALLATION, head.size) });
-    if (newest) found.push(newest);
-  }
-  const any = await c.ledgerCheckpoints.findOne({});
-  if (any && !found.some((doc) => doc._id === any._id)) found.push(any);
-  return found;
-}
 
 /** Whether `verifier` signed this checkpoint's note. */
 export function signedBy(doc: LedgerCheckpointDoc, verifier: Verifier): boolean {
@@ -64,20 +48,11 @@ export function noteSigners(note: string): string[] {
  * is stored); otherwise the checkpoints sampled and who signed them. `verifier` null: no key file yet,
  * which fits only a database with no checkpoint.
  */
-export async function ledgerKeyMismatch(c: Pick<Collections, 'ledgerHeads' | 'ledgerCheckpoints'>, verifier: Verifier | null): Promise<{ sampled: LedgerCheckpointDoc[]; signers: string[] } | null> {
-  const sampled = await sampleCheckpoints(c);
+export async function ledgerKeyMismatch(store: Pick<InstallationStore, 'sampleCheckpoints'>, verifier: Verifier | null): Promise<{ sampled: LedgerCheckpointDoc[]; signers: string[] } | null> {
+  const sampled = await store.sampleCheckpoints(INSTALLATION);
   if (sampled.length === 0) return null;
   if (verifier && sampled.some((doc) => signedBy(doc, verifier))) return null;
   return { sampled, signers: [...new Set(sampled.flatMap((doc) => noteSigners(doc.note)))] };
-}
-
-/** Which database this is and where its data is, for a message: the operator must know whether the data directory holds it. */
-export async function describeDatabase(db: Db, uriGiven: string | undefined, dataDir: string): Promise<string> {
-  if (uriGiven !== undefined) return `${db.databaseName} (MONGODB_URI, ${redactUri(uriGiven)})`;
-  // `buildInfo.ferretdbVersion` tells the bundled FerretDB (the fallback when no MongoDB could be downloaded).
-  const info: Record<string, unknown> = await db.admin().command({ buildInfo: 1 }).catch(() => ({}));
-  if ('ferretdbVersion' in info) return `${db.databaseName} (the bundled FerretDB: its data is in the local PostgreSQL, database ferretdb, schema ${db.databaseName}, not in the data directory)`;
-  return `${db.databaseName} (the embedded MongoDB, under ${resolve(dataDir, 'mongodb')})`;
 }
 
 /**
@@ -85,12 +60,11 @@ export async function describeDatabase(db: Db, uriGiven: string | undefined, dat
  * unless the key fits the stored ledger. `signer` null: the key file does not exist (a new key would be made).
  */
 export async function assertKeyFitsLedger(
-  c: Pick<Collections, 'ledgerHeads' | 'ledgerCheckpoints'>,
-  db: Db,
+  store: Pick<InstallationStore, 'sampleCheckpoints' | 'describe'>,
   signer: Verifier | null,
   where: { keyFile: string; dataDir: string; mongodbUri: string | undefined },
 ): Promise<void> {
-  const mismatch = await ledgerKeyMismatch(c, signer);
+  const mismatch = await ledgerKeyMismatch(store, signer);
   if (!mismatch) return;
   const keyFile = resolve(where.keyFile);
   const dataDir = resolve(where.dataDir);
@@ -99,7 +73,7 @@ export async function assertKeyFitsLedger(
     ? `the signing key file ${keyFile} holds another key, ${signer.name} (key id ${hex8(signer.id)})`
     : `there is no signing key file at ${keyFile}`;
   throw new SigningKeyMismatch(
-    `Audit Ledger did not start: the database ${await describeDatabase(db, where.mongodbUri, where.dataDir)} holds ledger checkpoints signed by ${signers}, but ${keyState}; ` +
+    `Audit Ledger did not start: the database ${await store.describe(where.mongodbUri, where.dataDir)} holds ledger checkpoints signed by ${signers}, but ${keyState}; ` +
       `starting with ${signer ? 'that key' : 'a new key'} would halt every organization's ledger. The data directory is ${dataDir} (DATA_DIR). ` +
       `If you still have the original key file (a backup, or the data directory you moved away), put it back at ${keyFile} (or point LEDGER_SIGNING_KEY_FILE at it) and start again. ` +
       `To begin a new installation on this database on purpose, keeping its organizations and events but signing every organization's log anew under ${signer ? 'the key in that file' : 'a new key'} (every customer's monitor will see it), ` +

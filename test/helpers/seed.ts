@@ -1,10 +1,15 @@
 /**
- * Bulk fixtures: stores many events straight through the driver, numbered like the writer numbers
- * them, for suites that need volume (export memory, disconnects) rather than the ingest path.
+ * Bulk fixtures: stores many events straight through the driver, numbered and sealed (row MACs, with the
+ * test apps' key) like the writer numbers and seals them, for suites that need volume (export memory,
+ * disconnects) rather than the ingest path. No checkpoint covers them: an operator's reseal signs them.
  */
 import { v7 as uuidv7 } from 'uuid';
-import type { EventDoc } from '../../src/db/documents';
-import type { TestApp, TestOrg } from './harness';
+import { type EventDoc, leafCommitOfDoc } from '../../src/db/documents';
+import { eventMac } from '../../src/db/rowMacs';
+import { RowMac } from '../../src/domain/ledger/rowMac';
+import { TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from './harness';
+
+const rowMac = RowMac.fromSigner(TEST_LEDGER_SIGNER);
 
 export async function seedEvents(app: TestApp, org: TestOrg, count: number, make: (i: number) => Partial<EventDoc> = () => ({})): Promise<void> {
   const events = app.collections.events;
@@ -36,6 +41,7 @@ export async function seedEvents(app: TestApp, org: TestOrg, count: number, make
         ...make(i),
       });
     }
+    for (const doc of docs) doc.mac = eventMac(rowMac, doc, leafCommitOfDoc(doc));
     await events.insertMany(docs, { ordered: false });
   }
 }

@@ -6,7 +6,9 @@
  * by another instance sending the erased events from its memory.
  */
 import { MongoClient } from 'mongodb';
-import { LIVE } from '../../src/db/documents';
+import { leafCommitOfDoc, LIVE } from '../../src/db/documents';
+import { eventMac } from '../../src/db/rowMacs';
+import { RowMac } from '../../src/domain/ledger/rowMac';
 import { RETENTION_ACTIONS } from '../../src/domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../../src/domain/selfAudit';
 import { call, eventBody, eventually, sentEvents } from '../helpers/api';
@@ -148,9 +150,13 @@ test('the service\'s action namespace is its own: clients cannot send it, and cl
   expect(refusedBatch.status).toBe(400);
   expect(refusedBatch.body.fields).toEqual(['events[1].action']);
 
-  // Stored by a client before the namespace was reserved (written here as an older version did).
+  // Stored by a client before the namespace was reserved (written here as an older version did, sealed
+  // with the installation's row key as the service seals what it stores).
   await batch(app, org, ['ghost', 'ghost']);
-  await app.collections.events.updateMany({ tenant: org.id, actor_id: 'ghost' }, { $set: { action: RETENTION_ACTIONS.erased } });
+  for (const doc of await app.collections.events.find({ tenant: org.id, actor_id: 'ghost' }).toArray()) {
+    const older = { ...doc, action: RETENTION_ACTIONS.erased };
+    await app.collections.events.updateOne({ tenant: org.id, _id: doc._id }, { $set: { action: older.action, mac: eventMac(RowMac.fromSigner(TEST_LEDGER_SIGNER), older, leafCommitOfDoc(older)) } });
+  }
   const erased = await owner.client.dashboard.retention.erase.mutate({ actor_id: 'ghost', reason: 'data_subject_request' });
   expect(erased).toMatchObject({ erased: 2, held: 0 });
   expect(await app.collections.events.countDocuments({ tenant: org.id, actor_id: 'ghost' })).toBe(0);
