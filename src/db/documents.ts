@@ -483,4 +483,6 @@ export interface ForeignRowDoc {
 export interface InstallationStateDoc {
   _id: 'row_macs';
   at: Date;
+  /** Its MAC (db/rowMacs.ts, kind `state`): a mark written into the database by someone else is no mark. */
+  mac?: string;
 }

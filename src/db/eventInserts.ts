@@ -25,8 +25,6 @@ function afterSigned(found: StoredPosition | null, signed: number): StoredPositi
   return { seq: signed, month: found.month, monthSeq: found.monthSeq + (signed - found.seq) };
 }
 
-/** Foreign rows the newest-event search moves aside before it gives up for this round (the next one goes on). */
-const MAX_FOREIGN_IN_A_ROW = 100;
 
 /** How an insert ended: how many documents (a prefix) were stored, and what stopped the rest. */
 export type InsertOutcome =
@@ -137,19 +135,33 @@ export class EventInserts {
    * until one is free, then bisect. O(log distance) point reads, each served by the (tenant, seq) index;
    * usually two, since the hint is the last number the writer saw. Never a sorted query.
    */
-  async newest(tenant: string, taken: number): Promise<StoredPosition | null> {
-    // Numbers a signed checkpoint covers are given for good, whatever the database holds there now.
-    const signed = this.rowMac ? ((await this.c.ledgerHeads.findOne({ _id: tenant }))?.size ?? 0) : 0;
-    for (let tries = 0; ; tries++) {
-      const found = await this.newestTaken(tenant, Math.max(taken, signed));
-      if (!found || found.seq < signed) return afterSigned(found, signed);
-      if (!this.rowMac || found.seq === signed || tries === MAX_FOREIGN_IN_A_ROW) return found;
-      // Past the signed numbers, the newest row must be the service's own: a foreign one (written behind
-      // its back at the next number, or further on) is moved aside, and the search goes on below it.
-      const doc = await this.c.eventSlots.findOne({ tenant, seq: found.seq });
-      if (!doc || (await this.own([doc], 'the writer\'s newest-event search')).length > 0) return found;
-      taken = Math.max(0, found.seq - 1);
-    }
+  async newest(tenant: string, taken: number, verifiedFloor = 0): Promise<StoredPosition | null> {
+    // Numbers a signed checkpoint covers are given for good, whatever the database holds there now. The
+    // head is only a hint (nothing authenticates it): `verifiedFloor` is the newest checkpoint the key signed.
+    const head = this.rowMac ? ((await this.c.ledgerHeads.findOne({ _id: tenant }))?.size ?? 0) : 0;
+    const signed = Math.max(head, verifiedFloor);
+    const found = await this.newestTaken(tenant, Math.max(taken, signed));
+    if (!found || found.seq < signed) return afterSigned(found, signed);
+    if (!this.rowMac || found.seq === signed) return found;
+    // Past the signed numbers, the newest row must be the service's own. A foreign one (written behind its
+    // back at the next number, or further on) is moved aside with every foreign row after the service's
+    // newest own one, however many, and the search runs again below them.
+    const doc = await this.c.eventSlots.findOne({ tenant, seq: found.seq });
+    if (!doc || (await this.own([doc], 'the writer\'s newest-event search')).length > 0) return found;
+    await this.clearForeignTail(tenant, signed);
+    return afterSigned(await this.newestTaken(tenant, signed), signed);
+  }
+
+  /**
+   * Moves aside the foreign rows past the service's newest own event among those no checkpoint covers
+   * (read in one query: a rare path, taken only once a foreign row was found newest). Foreign rows before
+   * an own one stay: one of the service's events changed before it was signed, which halts the log.
+   */
+  private async clearForeignTail(tenant: string, signed: number): Promise<void> {
+    const rows = await this.c.eventSlots.find({ tenant, seq: { $gt: signed } }).sort({ seq: 1 }).toArray();
+    const own = rows.map((row) => this.rowMac === null || isOwnStored(this.rowMac, row));
+    const lastOwn = own.lastIndexOf(true);
+    for (const [i, row] of rows.entries()) if (i > lastOwn) await this.foreign?.moveEventAside(row, 'the writer\'s newest-event search');
   }
 
   /** The newest number taken, by whatever row: gallop, then bisect. */

@@ -145,10 +145,11 @@ export class EventReader {
    * small batches, so a page of large events never sits in memory more than once.
    */
   async page(query: EventQuery, bounds: { limit: number; maxBytes: number }, after?: CursorPosition): Promise<{ rows: EventDoc[]; hasMore: boolean }> {
+    // No limit: a foreign row (db/rowMacs.ts) is skipped, and the page still fills from the rows after it;
+    // the cursor is closed once it is full (one batch, as a limit would have read).
     const cursor = this.c.events
       .find(this.filter(query, after))
       .sort(NEWEST_FIRST)
-      .limit(bounds.limit + 1)
       .batchSize(Math.min(bounds.limit + 1, 100));
     const rows: EventDoc[] = [];
     let bytes = 0;

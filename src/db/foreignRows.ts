@@ -49,7 +49,9 @@ export class ForeignRows {
     this.met(kind, row, where);
     try {
       await this.c.foreignRows.insertOne({ _id: randomUUID(), kind, where, found_at: new Date(), row: { ...row } });
-      const { deletedCount } = await this.c.eventSlots.deleteOne({ _id: row._id, tenant: row.tenant, seq: row.seq });
+      // Exactly the row met (its MAC and salt too): never a row of the service's stored under the same id and
+      // number meanwhile (another instance moved this one first, and an idempotent retry wrote its own).
+      const { deletedCount } = await this.c.eventSlots.deleteOne({ _id: row._id, tenant: row.tenant, seq: row.seq, mac: row.mac ?? { $exists: false }, ...(isTombstone(row) ? {} : { salt: row.salt ?? { $exists: false } }) });
       if (deletedCount > 0) {
         this.counts.movedAside++;
         this.log.warn({ id: row._id, tenant: row.tenant, seq: row.seq, where }, 'foreign event row moved aside into foreign_rows: its sequence number is free for the service\'s own event');

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { type AnyBulkWriteOperation, Binary, MongoBulkWriteError, type WriteError } from 'mongodb';
 import type { Collections } from './database';
-import type { LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, StoredEvent } from './documents';
+import type { InstallationStateDoc, LedgerCheckpointDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, StoredEvent } from './documents';
 import { DUPLICATE_KEY, isDuplicateKey } from './errors';
 import { ForeignRows } from './foreignRows';
 import pino from 'pino';
@@ -81,6 +81,11 @@ export class TenantLedgerStore {
     return this.c.eventSlots.find({ tenant: this.tenant, seq: { $gte: from, $lte: to } }, { batchSize: to - from + 1 }).sort({ seq: 1 }).toArray();
   }
 
+  /** Some event or tombstone of the organization that carries a MAC, if any: whether MACs were ever written for it. */
+  anySealedRow(): Promise<StoredEvent | null> {
+    return this.c.eventSlots.findOne({ tenant: this.tenant, mac: { $exists: true } });
+  }
+
   /** Gives these rows of the organization their MACs (an upgrade's, or a reseal's), a few per command (FerretDB). */
   async sealRows(seals: readonly { _id: string; seq: number; mac: string }[]): Promise<void> {
     for (let at = 0; at < seals.length; at += HEAD_UPDATES_PER_COMMAND) {
@@ -107,13 +112,14 @@ export class LedgerStore {
   ) {}
 
   /** Whether every row stored before was sealed (InstallationStateDoc `row_macs`). */
-  async rowsSealed(): Promise<boolean> {
-    return (await this.c.installationState.findOne({ _id: 'row_macs' })) !== null;
+  async rowsSealed(): Promise<InstallationStateDoc | null> {
+    return this.c.installationState.findOne({ _id: 'row_macs' });
   }
 
-  async markRowsSealed(at: Date): Promise<void> {
-    await this.c.installationState.updateOne({ _id: 'row_macs' }, { $set: { at } }, { upsert: true, ...DURABLE });
+  async markRowsSealed(at: Date, mac: string): Promise<void> {
+    await this.c.installationState.updateOne({ _id: 'row_macs' }, { $set: { at, mac } }, { upsert: true, ...DURABLE });
   }
+
 
   /** The organizations with events or tombstones stored without a MAC (a scan: once, at an upgrade). */
   tenantsWithUnsealedRows(): Promise<string[]> {

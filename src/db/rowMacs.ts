@@ -8,8 +8,12 @@ import type { LeafCommit } from '../domain/ledger/formats';
 import type { RowFields, RowMac } from '../domain/ledger/rowMac';
 import { type AuditOutboxDoc, type EventDoc, isTombstone, leafCommitOfDoc, type LedgerEntryDoc, type StoredEvent, type TombstoneDoc } from './documents';
 
-function eventFields(doc: Pick<EventDoc, 'tenant' | 'seq' | '_id' | 'month' | 'month_seq'>, commit: LeafCommit): RowFields {
-  return [doc.tenant, doc.seq, doc._id, doc.month, doc.month_seq, commit.v, commit.hash];
+/**
+ * An event's: its place, what its leaf commits to, and its time of receipt, which the leaf does not
+ * cover but a prune chooses by (a time set back in the database must not make the service prune it).
+ */
+function eventFields(doc: Pick<EventDoc, 'tenant' | 'seq' | '_id' | 'month' | 'month_seq' | 'received_at'>, commit: LeafCommit): RowFields {
+  return [doc.tenant, doc.seq, doc._id, doc.month, doc.month_seq, doc.received_at instanceof Date ? doc.received_at.getTime() : null, commit.v, commit.hash];
 }
 
 function tombstoneFields(doc: TombstoneDoc): RowFields {
@@ -25,7 +29,7 @@ function outboxFields(doc: Omit<AuditOutboxDoc, 'mac'>): RowFields {
 }
 
 /** The MAC of an event placed at its number, whose leaf commits to `commit` (computed once by the writer). */
-export function eventMac(mac: RowMac, doc: Pick<EventDoc, 'tenant' | 'seq' | '_id' | 'month' | 'month_seq'>, commit: LeafCommit): string {
+export function eventMac(mac: RowMac, doc: Pick<EventDoc, 'tenant' | 'seq' | '_id' | 'month' | 'month_seq' | 'received_at'>, commit: LeafCommit): string {
   return mac.of('event', eventFields(doc, commit));
 }
 

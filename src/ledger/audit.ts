@@ -136,12 +136,14 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     }
     if (doc.seq % YIELD_EVERY === 0) await yieldToLoop();
     if (doc.seq < expected) continue; // a duplicate sequence number cannot be stored (unique index)
-    await missingUpTo(doc.seq);
-    expected = doc.seq + 1;
     const foreign = rowMac !== null && !isOwnStored(rowMac, doc);
     if (foreign) {
       findings.push({ kind: 'foreign', leaf_index: doc.seq - 1, event_id: doc._id, detail: `the ${removed ? 'tombstone' : 'event'} at sequence number ${doc.seq} (id ${doc._id}) has no valid MAC: this installation did not write it as it is (inserted or changed behind its back); it is never signed, delivered or taken as authority` });
+      // Past what was signed, it takes no number of the log's: the numbers before it are not gaps.
+      if (doc.seq > size) continue;
     }
+    await missingUpTo(doc.seq);
+    expected = doc.seq + 1;
     // Only the service's own entries are authority for a removal.
     const entry = removed || foreign ? null : logEntryOf(doc.seq, toEvent(doc));
     if (entry) retention.push(entry);

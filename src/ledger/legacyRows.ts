@@ -76,10 +76,19 @@ export async function sealCovered(store: TenantLedgerStore, rowMac: RowMac, anch
   return { sealed, unsealedFrom, reproduced };
 }
 
-/** The upgrade pass: see the header. Throws UnsealedRowsError when rows past a signed checkpoint are left. */
+/** The mark's MAC: only the key file's holder can say that every row was sealed. */
+const markFields = (at: Date) => ['row_macs', at.getTime()];
+
+/**
+ * The upgrade pass: see the header. Throws UnsealedRowsError when rows past a signed checkpoint are left
+ * in an organization no row of which carries a valid MAC yet (its upgrade). Where one does, the mark was
+ * deleted or changed behind the service's back: such rows are foreign (named when met), not an earlier
+ * version's, and the start goes on.
+ */
 export async function sealLegacyRows(ledger: LedgerStore, signer: Signer, now: Date, log: Logger): Promise<void> {
-  if (await ledger.rowsSealed()) return;
   const rowMac = RowMac.fromSigner(signer);
+  const mark = await ledger.rowsSealed();
+  if (mark && mark.at instanceof Date && rowMac.valid('state', markFields(mark.at), mark.mac)) return;
   const left: string[] = [];
   for (const tenant of await ledger.tenantsWithUnsealedRows()) {
     const store = ledger.forTenant(tenant);
@@ -91,15 +100,21 @@ export async function sealLegacyRows(ledger: LedgerStore, signer: Signer, now: D
       continue;
     }
     if (sealed > 0) log.warn({ tenant, sealed, checkpoint: anchor?.size ?? 0 }, 'upgrade: rows of an earlier version, covered by a signed checkpoint, sealed with their MACs');
-    if (unsealedFrom !== null) left.push(`${tenant} (from sequence number ${unsealedFrom}; newest signed checkpoint ${anchor?.size ?? 'none'})`);
+    // An organization some of whose rows this key sealed before is past its upgrade: rows without a MAC
+    // past its checkpoint were written behind the service's back (the mark was deleted too), not left by an
+    // earlier version. They are foreign: named when met, and the start goes on.
+    const sealedBefore = unsealedFrom === null ? null : await store.anySealedRow();
+    if (sealedBefore && isOwnStored(rowMac, sealedBefore)) {
+      log.error({ tenant, from: unsealedFrom }, 'rows without a MAC past the newest signed checkpoint of an organization whose rows were sealed before: foreign (written behind the service\'s back), never an earlier version\'s (run `ledger audit`)');
+    } else if (unsealedFrom !== null) left.push(`${tenant} (from sequence number ${unsealedFrom}; newest signed checkpoint ${anchor?.size ?? 'none'})`);
   }
   if (left.length > 0) {
     throw new UnsealedRowsError(
-      `Rows written by an earlier version that no signed checkpoint covers were found in ${left.join(', ')}. ` +
-        'This version cannot tell them from rows written into the database behind its back, so it will not sign or serve them as they are. ' +
+      `Rows without a MAC that no signed checkpoint covers were found in ${left.join(', ')}: written by an earlier version just before it stopped, or into the database by someone else. ` +
+        'This version cannot tell which, so it will not sign or serve them as they are. ' +
         'Check them (`npx audit-ledger ledger audit --org ORG`), then either seal them as they are with `npx audit-ledger ledger reseal --org ORG --adopt` ' +
         'or move them into the foreign_rows collection with `npx audit-ledger ledger reseal --org ORG --set-aside`, and start again.',
     );
   }
-  await ledger.markRowsSealed(now);
+  await ledger.markRowsSealed(now, rowMac.of('state', markFields(now)));
 }

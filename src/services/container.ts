@@ -17,7 +17,7 @@ import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
 import { LedgerReader } from '../ledger/reader';
-import { sealLegacyRows } from '../ledger/legacyRows';
+import { newestSigned, sealLegacyRows } from '../ledger/legacyRows';
 import { Witnesses } from '../ledger/witnesses';
 import type { Policy } from '../domain/ledger/witnessFormats';
 import { AccountService } from './accounts';
@@ -126,7 +126,10 @@ export async function createServices(
   const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs, hashes) => {
     integrator.stored(docs, hashes);
     streamEvents.add(docs);
-  }, config.ingestCommitDelayMs, rowMac);
+  }, config.ingestCommitDelayMs, rowMac, async (tenant) => {
+    const signer = config.ledger?.signer;
+    return signer ? ((await newestSigned(stores.ledger.forTenant(tenant), signer))?.size ?? 0) : 0;
+  });
   const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;
   const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);

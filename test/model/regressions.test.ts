@@ -7,7 +7,7 @@
  * the sequence passes. The paths replay only with the command set of that day (weights and commands
  * have changed since); the sequences below are what stays.
  */
-import { AdvanceAndPrune, EraseActor, EraseIds, ReplaySame, Restart, SetPolicy, Write } from './commands';
+import { AdvanceAndPrune, EraseActor, EraseIds, PlantForeign, ReplaySame, Restart, SetPolicy, Write } from './commands';
 import type { Actor, EventSpec } from './model';
 import { runModel } from './runner';
 
@@ -72,4 +72,14 @@ test('a prune under a policy in force verifies: batch(a0,a1), setPolicy(30), adv
   new Write(events('a0', 'a1'), { batch: true }),
   new SetPolicy(30),
   new AdvanceAndPrune(40),
+]), TIMEOUT);
+
+// Found by the model (seed 101, runs 20, max-commands 25), shrunk: a forged event at the next number made
+// the list lose the acknowledged event at sequence number 1: EventReader.page read limit + 1 rows and
+// skipped the foreign one after the database's limit, so has_more was false (fixed: no limit, the page
+// fills from the rows after it).
+test('a forged row at the next number does not cut the list short: batchWithKey(a0,a0,a0), eraseIds(#0, hold=yes), plantForeign(next, mac copied, #13)', () => runModel([
+  new Write(events('a0', 'a0', 'a0'), { batch: true, keyed: true }),
+  new EraseIds([0], true),
+  new PlantForeign('next', 0, 13, true, false),
 ]), TIMEOUT);

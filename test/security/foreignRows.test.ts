@@ -128,6 +128,11 @@ async function movedAside(c: Collections): Promise<string[]> {
   return (await c.foreignRows.find({}).toArray()).map((doc) => String(doc.row._id));
 }
 
+/** The customer's monitor over the organization, remembering in `state` (test/ledger/monitorRollback.test.ts). */
+async function monitor(app: TestApp, org: TestOrg, state: string): Promise<{ code: number; stdout: string }> {
+  return runCli(['monitor', '--url', app.url, '--key', org.key, '--verifier-key', vkey, '--state', state], {});
+}
+
 const namedInLogs = (logs: string[], id: string) => logs.some((line) => line.includes('FOREIGN event row') && line.includes(id));
 
 /**
@@ -151,6 +156,8 @@ describe('1. a forged event at the next number', () => {
     try {
       const org = await app.org();
       await writeSigned(app, org, 5);
+      const state = join(dir, `monitor-forged-${copyMac}.json`);
+      expect((await monitor(app, org, state)).code).toBe(0);
       const template = await newestRow(c, org.id);
       const next = template.seq + 1;
       const forged = forgedFrom(template, next, {}, copyMac ? template.mac : undefined);
@@ -190,6 +197,9 @@ describe('1. a forged event at the next number', () => {
       expect(await checkpointSize(app, org)).toBeGreaterThanOrEqual(next + 3);
       expect((await proven(app, org, more.at(-1) as string)).failures).toEqual([]);
       expect((await ledgerAudit(app, org)).code).toBe(0);
+      // The customer's monitor: the log only grew, consistently with what it saw before the attack.
+      const after = await monitor(app, org, state);
+      expect([after.code, after.stdout]).toEqual([0, expect.stringContaining('consistency proof checked')]);
     } finally {
       await app.close();
     }
@@ -268,6 +278,8 @@ describe('3. a number squatted while the service runs', () => {
     try {
       const org = await app.org();
       await writeSigned(app, org, 3);
+      const state = join(dir, 'monitor-squat.json');
+      expect((await monitor(app, org, state)).code).toBe(0);
       const template = await newestRow(c, org.id);
       const base = template.seq;
       const squatter = forgedFrom(template, base + 5);
@@ -290,6 +302,8 @@ describe('3. a number squatted while the service runs', () => {
       const proof = await call(`${app.url}/v1/events/${squatter._id}/proof`, { key: org.key });
       expect([proof.status, proof.text]).toEqual([404, expect.any(String)]);
       expect((await exportAndVerify(app, org, 'squat')).code).toBe(0);
+      const after = await monitor(app, org, state);
+      expect([after.code, after.stdout]).toEqual([0, expect.stringContaining('consistency proof checked')]);
     } finally {
       await app.close();
     }

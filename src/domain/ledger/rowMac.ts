@@ -14,7 +14,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { keyDerivedFrom, type Signer } from './note';
 
 /** The kinds of authenticated rows: a MAC of one kind is never valid for another. */
-export type RowKind = 'event' | 'tombstone' | 'entry' | 'outbox';
+export type RowKind = 'event' | 'tombstone' | 'entry' | 'outbox' | 'state';
 
 /** What a MAC covers: the row's meaningful fields, in a fixed order per kind. */
 export type RowFields = readonly (string | number | boolean | null)[];
