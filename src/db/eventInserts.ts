@@ -135,11 +135,10 @@ export class EventInserts {
    * until one is free, then bisect. O(log distance) point reads, each served by the (tenant, seq) index;
    * usually two, since the hint is the last number the writer saw. Never a sorted query.
    */
-  async newest(tenant: string, taken: number, verifiedFloor = 0): Promise<StoredPosition | null> {
-    // Numbers a signed checkpoint covers are given for good, whatever the database holds there now. The
-    // head is only a hint (nothing authenticates it): `verifiedFloor` is the newest checkpoint the key signed.
-    const head = this.rowMac ? ((await this.c.ledgerHeads.findOne({ _id: tenant }))?.size ?? 0) : 0;
-    const signed = Math.max(head, verifiedFloor);
+  async newest(tenant: string, taken: number, signed = 0): Promise<StoredPosition | null> {
+    // `signed`: numbers a signed checkpoint covers (the newest the key signed, as far as authenticated rows
+    // say: never the head document, which nothing authenticates) are given for good, whatever the database
+    // holds there now.
     const found = await this.newestTaken(tenant, Math.max(taken, signed));
     if (!found || found.seq < signed) return afterSigned(found, signed);
     if (!this.rowMac || found.seq === signed) return found;

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Collections } from './database';
-import { type PolicyChange, RETENTION_ACTIONS, ZPolicyChangedMeta } from '../domain/retention';
+import { type PolicyChange, RETENTION_ACTIONS, ZHoldPlacedMeta, ZHoldReleasedMeta, ZPolicyChangedMeta } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 import { type EventDoc, isTombstone, LIVE, type RetentionHoldDoc, type RetentionStateDoc, type StoredEvent, type TombstoneDoc } from './documents';
 import type { ForeignRows } from './foreignRows';
@@ -18,6 +18,9 @@ const BATCH = 1_000;
  * command ends and hangs at 50 (../shared/STACK-NOTES.md).
  */
 const REPLACES_PER_COMMAND = 16;
+
+/** A hold as a prune or an erasure sees it: its id and what it keeps. */
+export type HoldInForce = Pick<RetentionHoldDoc, '_id' | 'filter'>;
 
 export class RetentionStore {
   constructor(
@@ -51,8 +54,31 @@ export class RetentionStore {
     return changes.sort((a, b) => a.seq - b.seq);
   }
 
+  /** The holds as placed and released (the collection: what the dashboard lists and releases by id). */
   holds(tenant: string): Promise<RetentionHoldDoc[]> {
     return this.c.retentionHolds.find({ org_id: tenant }).toArray();
+  }
+
+  /**
+   * The holds a prune or an erasure must respect: those of the collection, and those the log's own entries
+   * say are in force (placed and not released), so that a hold deleted from the collection behind the
+   * service's back still holds. (One added there only keeps more: the safe side.)
+   */
+  async holdsInForce(tenant: string): Promise<HoldInForce[]> {
+    const [stored, entries] = await Promise.all([
+      this.holds(tenant),
+      this.c.events.find({ tenant, action: { $in: [RETENTION_ACTIONS.holdPlaced, RETENTION_ACTIONS.holdReleased] }, api_key_id: SELF_AUDIT_KEY_ID }).toArray(),
+    ]);
+    const logged = new Map<string, HoldInForce>();
+    for (const doc of entries.filter((entry) => this.own(entry)).sort((a, b) => a.seq - b.seq)) {
+      const metadata: unknown = JSON.parse(doc.metadata);
+      const placed = ZHoldPlacedMeta.safeParse(metadata);
+      if (doc.action === RETENTION_ACTIONS.holdPlaced && placed.success) logged.set(placed.data.hold_id, { _id: placed.data.hold_id, filter: placed.data.filter });
+      const released = ZHoldReleasedMeta.safeParse(metadata);
+      if (doc.action === RETENTION_ACTIONS.holdReleased && released.success) logged.delete(released.data.hold_id);
+    }
+    for (const hold of stored) logged.set(hold._id, hold);
+    return [...logged.values()];
   }
 
   async addHold(doc: RetentionHoldDoc): Promise<void> {

@@ -94,11 +94,6 @@ interface Tenant {
   newest: Position | null;
   /** A sequence number known to be taken (0: none known): where the search for the newest starts. */
   taken: number;
-  /**
-   * The size of the newest checkpoint the key signed, read once per tenant here (null: not yet): numbers
-   * up to it are never given again, whatever the database holds (the head document is only a hint).
-   */
-  floor: number | null;
   /** The tenant's monthly cap and when it was read (ms): caps change only by an operator's hand. */
   cap: { value: number; at: number } | null;
   /** The cap refused an event in `month`: until `until` (ms), later creates are refused at the door. */
@@ -214,7 +209,7 @@ export class EventWriter {
       if (this.tenants.size >= MAX_IDLE_TENANTS) {
         for (const [key, idle] of this.tenants) if (idle.queue.length === 0) this.tenants.delete(key);
       }
-      tenant = { id, queue: [], newest: null, taken: 0, floor: null, cap: null, capped: null };
+      tenant = { id, queue: [], newest: null, taken: 0, cap: null, capped: null };
       this.tenants.set(id, tenant);
     }
     return tenant;
@@ -307,8 +302,8 @@ export class EventWriter {
       this.refreshCaps(ids, this.clock.now().getTime()),
       mapLimited(ids.filter((id) => !this.tenant(id).newest), TENANT_READS_IN_FLIGHT, async (id) => {
         const tenant = this.tenant(id);
-        tenant.floor ??= await this.signedFloor(id);
-        tenant.newest ??= (await this.inserts.newest(id, tenant.taken, tenant.floor)) ?? NO_EVENTS;
+        // Numbers up to the newest checkpoint the key signed are never given again, whatever the database holds.
+        tenant.newest ??= (await this.inserts.newest(id, tenant.taken, await this.signedFloor(id))) ?? NO_EVENTS;
       }),
     ]);
     return pending.filter((p) => {

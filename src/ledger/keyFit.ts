@@ -43,6 +43,18 @@ export function noteSigners(note: string): string[] {
   return signers;
 }
 
+/** Whether a note's signature lines name `verifier`: its name with its key id, or with none readable. */
+function namesKey(note: string, verifier: Verifier): boolean {
+  const split = note.lastIndexOf('\n\n');
+  if (split < 0) return false;
+  return note.slice(split + 2).split('\n').some((line) => {
+    const match = /^\u2014 (\S+) (\S+)$/.exec(line);
+    if (match?.[1] !== verifier.name) return false;
+    const raw = fromBase64(match[2] as string);
+    return !raw || raw.length < 4 || new DataView(raw.buffer, raw.byteOffset).getUint32(0) === verifier.id;
+  });
+}
+
 /**
  * Null when `verifier` fits the stored ledger (one of the sampled checkpoints is signed by it, or none
  * is stored); otherwise the checkpoints sampled and who signed them. `verifier` null: no key file yet,
@@ -53,10 +65,11 @@ export async function ledgerKeyMismatch(store: Pick<InstallationStore, 'sampleCh
   if (sampled.length === 0) return null;
   if (verifier && sampled.some((doc) => signedBy(doc, verifier))) return null;
   const signers = [...new Set(sampled.flatMap((doc) => noteSigners(doc.note)))];
-  // A checkpoint that names this very key but whose signature fails was changed in the database, not
-  // signed by another key: the integrator halts its log and `ledger audit` names it; the start goes on
-  // (refusing it would send the operator to `ledger new-installation` for a tampered document).
-  if (verifier && signers.includes(`${verifier.name} (key id ${hex8(verifier.id)})`)) return null;
+  // A checkpoint that names this very key (or this key's name with a signature too damaged to read its
+  // key id) but whose signature fails was changed in the database, not signed by another key: the
+  // integrator halts its log and `ledger audit` names it; the start goes on (refusing it would send the
+  // operator to `ledger new-installation` for a tampered document). Another key always signs readably.
+  if (verifier && sampled.some((doc) => namesKey(doc.note, verifier))) return null;
   return { sampled, signers };
 }
 

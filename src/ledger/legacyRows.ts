@@ -18,7 +18,7 @@ import type { Signer } from '../domain/ledger/note';
 import { RowMac } from '../domain/ledger/rowMac';
 import { type LedgerCheckpointDoc, leafCommitOfStored } from '../db/documents';
 import { checkpointId, type LedgerStore, type TenantLedgerStore } from '../db/ledgerStore';
-import { isOwnStored, rowMacOf } from '../db/rowMacs';
+import { isOwnEntry, isOwnStored, rowMacOf } from '../db/rowMacs';
 import { logOrigin } from './integrator';
 
 /** Rows sealed per write. */
@@ -36,6 +36,23 @@ export async function newestSigned(store: TenantLedgerStore, signer: Signer): Pr
     if (doc._id === checkpointId(store.tenant, doc.size) && checkpointProblem(doc, origin, signer) === null) return doc;
   }
   return null;
+}
+
+/**
+ * The size of the organization's newest checkpoint this installation signed, as far as anything
+ * authenticated says: its checkpoints that the key signed, and the installation log's entries of its log
+ * that are the service's own (their bodies are the checkpoints'). Neither the head document nor the
+ * checkpoints' presence is needed: numbers up to it are never given again, even with the organization's
+ * ledger state deleted.
+ */
+export async function signedSizeOf(ledger: LedgerStore, signer: Signer, tenant: string): Promise<number> {
+  let size = (await newestSigned(ledger.forTenant(tenant), signer))?.size ?? 0;
+  const rowMac = RowMac.fromSigner(signer);
+  for await (const entry of ledger.entriesWithOrigin(logOrigin(signer.name, tenant))) {
+    const entrySize = Number(entry.body.split('\n')[1]);
+    if (Number.isSafeInteger(entrySize) && entrySize > size && isOwnEntry(rowMac, entry)) size = entrySize;
+  }
+  return size;
 }
 
 /**
@@ -92,6 +109,8 @@ export async function sealLegacyRows(ledger: LedgerStore, signer: Signer, now: D
   const left: string[] = [];
   for (const tenant of await ledger.tenantsWithUnsealedRows()) {
     const store = ledger.forTenant(tenant);
+    // Read before this pass seals anything: whether some row of the organization was sealed before it.
+    const sealedBefore = await store.anySealedRow();
     const anchor = await newestSigned(store, signer);
     const { sealed, unsealedFrom, reproduced } = await sealCovered(store, rowMac, anchor);
     if (!reproduced) {
@@ -103,8 +122,7 @@ export async function sealLegacyRows(ledger: LedgerStore, signer: Signer, now: D
     // An organization some of whose rows this key sealed before is past its upgrade: rows without a MAC
     // past its checkpoint were written behind the service's back (the mark was deleted too), not left by an
     // earlier version. They are foreign: named when met, and the start goes on.
-    const sealedBefore = unsealedFrom === null ? null : await store.anySealedRow();
-    if (sealedBefore && isOwnStored(rowMac, sealedBefore)) {
+    if (unsealedFrom !== null && sealedBefore && isOwnStored(rowMac, sealedBefore)) {
       log.error({ tenant, from: unsealedFrom }, 'rows without a MAC past the newest signed checkpoint of an organization whose rows were sealed before: foreign (written behind the service\'s back), never an earlier version\'s (run `ledger audit`)');
     } else if (unsealedFrom !== null) left.push(`${tenant} (from sequence number ${unsealedFrom}; newest signed checkpoint ${anchor?.size ?? 'none'})`);
   }

@@ -17,7 +17,7 @@ import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
 import { LedgerReader } from '../ledger/reader';
-import { newestSigned, sealLegacyRows } from '../ledger/legacyRows';
+import { sealLegacyRows, signedSizeOf } from '../ledger/legacyRows';
 import { Witnesses } from '../ledger/witnesses';
 import type { Policy } from '../domain/ledger/witnessFormats';
 import { AccountService } from './accounts';
@@ -128,7 +128,7 @@ export async function createServices(
     streamEvents.add(docs);
   }, config.ingestCommitDelayMs, rowMac, async (tenant) => {
     const signer = config.ledger?.signer;
-    return signer ? ((await newestSigned(stores.ledger.forTenant(tenant), signer))?.size ?? 0) : 0;
+    return signer ? signedSizeOf(stores.ledger, signer, tenant) : 0;
   });
   const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const limits = config.limits;

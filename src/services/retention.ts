@@ -154,7 +154,7 @@ export class RetentionService {
   async erase(principal: RetentionPrincipal, which: { actor_id?: string | undefined; event_ids?: string[] | undefined }, reason: TErasureReason): Promise<{ erased: number; held: number; entries: number[] }> {
     const tenant = principal.tenant;
     return this.leased(tenant, async () => {
-      const holds = await this.store.holds(tenant);
+      const holds = await this.store.holdsInForce(tenant);
       const docs = (await this.store.matching(tenant, which)).filter((doc) => !isRetentionEntry(doc));
       const record = (part: Removal, held: number) => this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.erased, { type: 'erasure', id: `erasure_${uuidv7()}` }, {
         ranges: formatRanges(part.map((doc) => doc.seq)), count: part.length, reason, held,
@@ -201,7 +201,7 @@ export class RetentionService {
     const days = policyAt(await this.store.policyChanges(tenant), now.getTime())?.days ?? null;
     if (days === null) return none;
     const run = await this.leased(tenant, async () => {
-      const holds = await this.store.holds(tenant);
+      const holds = await this.store.holdsInForce(tenant);
       if (holds.some((hold) => holdsEverything(hold.filter))) {
         this.log.info({ tenant }, 'retention: the organization is on legal hold; nothing pruned');
         return none;
@@ -268,7 +268,7 @@ export class RetentionService {
   }
 
   /** The events to remove, and how many a hold keeps. */
-  private select(docs: readonly EventDoc[], holds: readonly RetentionHoldDoc[]): { removal: Removal; held: number } {
+  private select(docs: readonly EventDoc[], holds: readonly Pick<RetentionHoldDoc, 'filter'>[]): { removal: Removal; held: number } {
     if (holds.length === 0) return { removal: [...docs], held: 0 };
     const removal = docs.filter((doc) => !holds.some((hold) => holdMatches(hold.filter, toEvent(doc))));
     return { removal, held: docs.length - removal.length };
