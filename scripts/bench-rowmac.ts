@@ -208,7 +208,7 @@ async function main(): Promise<void> {
     await runHeading(uri, 'Row MACs (trust at rest): the cost on ingest, `npm run bench:rowmac`'),
     '',
     `A: \`${BASELINE_COMMIT}\` (before row MACs), B: ${AFTER === ROOT ? 'this checkout' : `\`${AFTER}\``}; ${PAIRS} alternating pairs, each side a fresh service process on a fresh database, ${SECONDS} s per load ` +
-      `(autocannon as \`npm run bench\`: 50 connections for single events, 8 for batches), then ${EXPORT_EVENTS.toLocaleString('en')} events of a second organization exported as JSON (${EXPORT_RUNS === 1 ? "one run" : `the faster of ${EXPORT_RUNS}`}). ` +
+      `(autocannon as \`npm run bench\`: 50 connections for single events, 8 for batches), then ${EXPORT_EVENTS.toLocaleString('en')} events of a second organization exported as JSON (one run). ` +
       `Load average (1 / 5 / 15 min) at the start ${loadBefore}, at the end ${loadAfter}.`,
     '',
     `| measure | ${pairs.map((_, i) => `pair ${i + 1}: A → B`).join(' | ')} | B/A, median (range) | server CPU ms per event or row, median A → B (B/A) |`,
