@@ -6,7 +6,7 @@
 import { MongoBulkWriteError, MongoServerError, type WriteError } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Collections } from './database';
-import type { EventDoc, StoredEvent } from './documents';
+import type { EventDoc } from './documents';
 import type { ForeignRows } from './foreignRows';
 import type { RowMac } from '../domain/ledger/rowMac';
 import { isOwnStored } from './rowMacs';
@@ -24,7 +24,6 @@ function afterSigned(found: StoredPosition | null, signed: number): StoredPositi
   if (!found) return { seq: signed, month: '', monthSeq: 0 };
   return { seq: signed, month: found.month, monthSeq: found.monthSeq + (signed - found.seq) };
 }
-
 
 /** How an insert ended: how many documents (a prefix) were stored, and what stopped the rest. */
 export type InsertOutcome =
@@ -53,21 +52,6 @@ export class EventInserts {
     private readonly rowMac: RowMac | null = null,
     private readonly foreign: ForeignRows | null = null,
   ) {}
-
-  /**
-   * The rows of `found` that are the service's own; the others (foreign: no valid MAC) are moved aside,
-   * out of the number or id they took, so that the service's own event can be stored there.
-   */
-  async own<T extends StoredEvent>(found: T[], where: string): Promise<T[]> {
-    const { rowMac, foreign } = this;
-    if (!rowMac || !foreign) return found;
-    const own: T[] = [];
-    for (const doc of found) {
-      if (isOwnStored(rowMac, doc)) own.push(doc);
-      else await foreign.moveEventAside(doc, where);
-    }
-    return own;
-  }
 
   /** Ordered insert: on the first failing document the database stops, so what was stored is a prefix. */
   async insertInOrder(docs: EventDoc[]): Promise<InsertOutcome> {
@@ -146,7 +130,7 @@ export class EventInserts {
     // back at the next number, or further on) is moved aside with every foreign row after the service's
     // newest own one, however many, and the search runs again below them.
     const doc = await this.c.eventSlots.findOne({ tenant, seq: found.seq });
-    if (!doc || (await this.own([doc], 'the writer\'s newest-event search')).length > 0) return found;
+    if (!doc || isOwnStored(this.rowMac, doc)) return found;
     await this.clearForeignTail(tenant, signed);
     return afterSigned(await this.newestTaken(tenant, signed), signed);
   }
@@ -158,7 +142,7 @@ export class EventInserts {
    */
   private async clearForeignTail(tenant: string, signed: number): Promise<void> {
     const rows = await this.c.eventSlots.find({ tenant, seq: { $gt: signed } }).sort({ seq: 1 }).toArray();
-    const own = rows.map((row) => this.rowMac === null || isOwnStored(this.rowMac, row));
+    const own = rows.map((row) => !this.rowMac || isOwnStored(this.rowMac, row));
     const lastOwn = own.lastIndexOf(true);
     for (const [i, row] of rows.entries()) if (i > lastOwn) await this.foreign?.moveEventAside(row, 'the writer\'s newest-event search');
   }
