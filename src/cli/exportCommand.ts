@@ -3,6 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { httpFailure } from './failure';
 
 export interface ExportOptions {
   url: string;
@@ -41,16 +42,21 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
   if (treeSize !== undefined) url.searchParams.set('tree_size', String(treeSize));
 
   const response = await fetch(url, { headers: { Authorization: `Bearer ${options.key}` } });
-  if (!response.ok || !response.body) throw new Error(`Export failed: HTTP ${response.status} ${messageOf(await response.text())}`);
+  if (!response.ok || !response.body) throw httpFailure('export the events', response.status, await response.text());
   const pinned = Number(response.headers.get('ledger-tree-size') ?? Number.NaN);
 
   let bytes = 0;
   let lastReport = 0;
+  // On a terminal the line is rewritten in place as the export goes; elsewhere (a pipe, a log) only the
+  // final line is written, once, where a carriage return would glue the updates into one line.
+  const live = process.stderr.isTTY;
+  const line = { open: false };
   const report = (final: boolean) => {
     const now = Date.now();
-    if (!final && now - lastReport < 500) return;
+    if (!final && (!live || now - lastReport < 500)) return;
     lastReport = now;
-    process.stderr.write(`\rexported ${(bytes / 1e6).toFixed(1)} MB${final ? '\n' : ''}`);
+    process.stderr.write(`${live ? '\r' : ''}exported ${(bytes / 1e6).toFixed(1)} MB${final ? '\n' : ''}`);
+    line.open = !final;
   };
   const progress = new Transform({
     transform(chunk: Buffer, _encoding, done) {
@@ -60,25 +66,22 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
     },
   });
   const sink: Writable = options.out ? createWriteStream(options.out) : process.stdout;
-  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), progress, sink, { end: Boolean(options.out) });
+  try {
+    await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), progress, sink, { end: Boolean(options.out) });
+  } catch (error) {
+    // The error's own line starts on a line of its own.
+    if (line.open) process.stderr.write('\n');
+    throw error;
+  }
   if (!options.quiet) report(true);
   if (options.proofs && treeSize !== undefined) await writeProofs(options, options.proofs, treeSize);
   return { format, bytes, out: options.out ?? null, tree_size: Number.isInteger(pinned) ? pinned : null, ...(options.proofs ? { proofs: options.proofs } : {}) };
 }
 
-/** An error answer's message, or its text as it came. */
-function messageOf(text: string): string {
-  try {
-    return (JSON.parse(text) as { message?: string }).message ?? text;
-  } catch {
-    return text;
-  }
-}
-
 async function newestCheckpointSize(options: ExportOptions): Promise<number> {
   const response = await fetch(new URL('/v1/ledger/checkpoint', options.url), { headers: { Authorization: `Bearer ${options.key}` } });
   const text = await response.text();
-  if (!response.ok) throw new Error(`Checkpoint failed: HTTP ${response.status} ${messageOf(text)}`);
+  if (!response.ok) throw httpFailure('give the newest checkpoint to pin the export to', response.status, text);
   return (JSON.parse(text) as { tree_size: number }).tree_size;
 }
 
@@ -87,6 +90,6 @@ async function writeProofs(options: ExportOptions, path: string, treeSize: numbe
   for (const [name, value] of Object.entries(options.filters)) if (value !== undefined) url.searchParams.set(name, value);
   url.searchParams.set('tree_size', String(treeSize));
   const response = await fetch(url, { headers: { Authorization: `Bearer ${options.key}` } });
-  if (!response.ok || !response.body) throw new Error(`Proofs failed: HTTP ${response.status} ${messageOf(await response.text())}`);
+  if (!response.ok || !response.body) throw httpFailure('give the proofs of the export', response.status, await response.text());
   await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), createWriteStream(path));
 }

@@ -11,6 +11,7 @@ import { ledgerInstallationCommands } from './commands/ledgerInstallation';
 import { clientCommands } from './commands/client';
 import { witnessCommands } from './commands/witness';
 import { streamCommands } from './commands/stream';
+import { CliFailure, connectionProblem, fileProblem, unknownOption } from './failure';
 
 const COMMANDS: readonly Command[] = [...adminCommands, ...ledgerInstallationCommands, ...clientCommands, ...streamCommands, ...witnessCommands];
 const COMMON = { json: flag, help: { type: 'boolean', short: 'h' } } as const;
@@ -39,6 +40,21 @@ function find(argv: string[]): { command: Command; rest: string[] } | null {
   return null;
 }
 
+/** parseArgs' complaint in the command line's words: an unknown option answered with the closest valid one. */
+function parseProblem(error: unknown, command: Command): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = error instanceof Error && 'code' in error ? error.code : undefined;
+  const unknown = /Unknown option '([^']+)'/.exec(message);
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown?.[1]) return unknownOption(unknown[1], [...Object.keys(command.options), ...Object.keys(COMMON)], command.words);
+  const missing = /Option '(--[\w-]+)[^']*' argument missing/.exec(message);
+  if (missing?.[1]) return `${missing[1]} needs a value`;
+  const ambiguous = /Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(message);
+  if (ambiguous?.[1]) return `${ambiguous[1]} needs a value; one that starts with '-' is written ${ambiguous[1]}=VALUE`;
+  const flagged = /Option '(--[\w-]+)' does not take an argument/.exec(message);
+  if (flagged?.[1]) return `${flagged[1]} is a flag and takes no value`;
+  return message;
+}
+
 async function main(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   const fail = (message: string, code: number, helpText?: string): number => {
@@ -60,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     ({ values, positionals } = parseArgs({ args: rest, options: { ...command.options, ...COMMON }, allowPositionals: true, strict: true }));
   } catch (error) {
-    return fail(error instanceof Error ? error.message : String(error), 2, help(command));
+    return fail(parseProblem(error, command), 2, help(command));
   }
   if (values.help === true) {
     process.stdout.write(`${help(command)}\n`);
@@ -72,8 +88,10 @@ async function main(argv: string[]): Promise<number> {
   try {
     output = await command.run(values, positionals);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    return error instanceof UsageError ? fail(message, 2, help(command)) : fail(message, 1);
+    if (error instanceof UsageError) return fail(error.message, 2, help(command));
+    if (error instanceof CliFailure) return fail(error.message, 1);
+    const message = fileProblem(error, values) ?? connectionProblem(error, values) ?? (error instanceof Error ? error.message : String(error));
+    return fail(message, 1);
   }
   if (json) process.stdout.write(`${JSON.stringify(output.json)}\n`);
   else if (output.text) process.stdout.write(`${output.text}\n`);

@@ -12,14 +12,15 @@
  * accepted by `verify --policy`, and there the monitor meets them. The state is replaced (atomically)
  * only by a run that passes, so a failing run never forgets what the service must extend.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type Checkpoint, fromBase64, parseCheckpoint, toBase64 } from '../domain/ledger/formats';
 import { leafHash, verifyConsistency } from '../domain/ledger/merkle';
 import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note';
 import { edgeRoot, extend, TILE_WIDTH } from '../domain/ledger/tiles';
 import { parseEntryBundle, tileIndexPath } from '../domain/ledger/tilePaths';
-import { parsePolicy } from '../domain/ledger/witnessFormats';
+import { parsePolicy, type Policy } from '../domain/ledger/witnessFormats';
+import { CliFailure, readOptionFile } from './failure';
 import { checkQuorum, type Verdict } from './verifyCommand';
 
 export interface MonitorOptions {
@@ -78,9 +79,9 @@ export async function runMonitor(options: MonitorOptions): Promise<MonitorSummar
   };
   const verifier = parseVerifierKey(options.verifierKey);
   const base = options.url.replace(/\/+$/, '');
-  const state: MonitorState = existsSync(options.state)
-    ? (JSON.parse(readFileSync(options.state, 'utf8')) as MonitorState)
-    : { installation: { size: 0, root: '', edges: [] }, organization: null };
+  // The files first: one that cannot be read fails the run before anything is fetched or written.
+  const policy = options.policy === undefined ? null : parsePolicy(readOptionFile(options.policy, 'policy'));
+  const state: MonitorState = existsSync(options.state) ? readState(options.state) : { installation: { size: 0, root: '', edges: [] }, organization: null };
   const held = heldCheckpoint(state, verifier, record);
 
   // The organization's log as the service serves it now, against the checkpoint remembered from the last
@@ -91,7 +92,7 @@ export async function runMonitor(options: MonitorOptions): Promise<MonitorSummar
   let installation: Installation | null = null;
   let installationSize: number | null = null;
   try {
-    ({ size: installationSize, found: installation } = await checkInstallation(base, options, verifier, state, orgOrigin, record));
+    ({ size: installationSize, found: installation } = await checkInstallation(base, options, policy, verifier, state, orgOrigin, record));
   } catch (error) {
     record(false, `the installation log: ${(error as Error).message}`);
   }
@@ -112,6 +113,16 @@ export async function runMonitor(options: MonitorOptions): Promise<MonitorSummar
     writeState(options.state, next);
   }
   return { ok: failures.length === 0, installation_size: installationSize, organization_size: current?.size ?? null, checkpoints_seen: installation?.seen ?? 0, failures, verdicts };
+}
+
+/** The state file an earlier run wrote, or a CliFailure saying it is not one. */
+function readState(path: string): MonitorState {
+  const text = readOptionFile(path, 'state');
+  try {
+    return JSON.parse(text) as MonitorState;
+  } catch {
+    throw new CliFailure(`Cannot read ${path} (--state): it is not a state file this command wrote; give the file an earlier monitor run wrote, or a new path`);
+  }
 }
 
 /** Replaces the state file atomically: written beside it, fsynced, renamed over it, the directory fsynced. */
@@ -273,6 +284,7 @@ interface Installation {
 async function checkInstallation(
   base: string,
   options: MonitorOptions,
+  policy: Policy | null,
   verifier: Verifier,
   state: MonitorState,
   orgOrigin: string | null,
@@ -296,9 +308,7 @@ async function checkInstallation(
   }
   const failed = { size: tree.size, found: null };
   if (!record(tree.origin === `${verifier.name}/installation`, `installation checkpoint ${tree.origin} of ${tree.size} entries signed by ${verifier.name}`)) return failed;
-  if (options.policy) {
-    checkQuorum(note, parsePolicy(readFileSync(options.policy, 'utf8')), record);
-  }
+  if (policy) checkQuorum(note, policy, record);
 
   const from = state.installation.size;
   if (!record(tree.size >= from, `the installation log has ${tree.size} entries, at least the ${from} seen before`)) return failed;

@@ -5,7 +5,7 @@
  * the checkpoint a state file remembers, that the log only grew (fetching the consistency proof with
  * --url and --key). Prints a verdict per check; any failure makes the exit code 1.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { type TEvent, ZEvent } from '../domain/event';
 import { parseRangeBound } from '../domain/time';
 import { checkRetention, formatRanges, type LogEntry, logEntryOf } from '../domain/retention';
@@ -17,6 +17,7 @@ import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note
 import { type TInstallationInclusion, ZProofsSidecar } from '../domain/ledger/schemas';
 import { cosignersOf } from '../domain/ledger/cosigner';
 import { checkpointBody, parsePolicy, type Policy, quorumMet } from '../domain/ledger/witnessFormats';
+import { CliFailure, httpFailure, readJsonOptionFile, readOptionFile } from './failure';
 
 export interface VerifyOptions {
   verifierKey: string;
@@ -94,10 +95,15 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   };
 
   const verifier = parseVerifierKey(options.verifierKey);
-  const sidecar = ZProofsSidecar.parse(JSON.parse(readFileSync(options.proofs, 'utf8')));
+  // Every input is read before anything is checked or written: a file that cannot be read fails the run
+  // at once, with nothing remembered in --state.
+  const parsedSidecar = ZProofsSidecar.safeParse(readJsonOptionFile(options.proofs, 'proofs', 'the .proofs.json file that export --with-proofs wrote'));
+  if (!parsedSidecar.success) throw new CliFailure(`Cannot read ${options.proofs} (--proofs): it is not a proofs sidecar; give the .proofs.json file that export --with-proofs wrote`);
+  const sidecar = parsedSidecar.data;
+  const items: unknown = readJsonOptionFile(options.events, 'events', 'the JSON file that export --format json wrote');
+  const policyText = options.policy === undefined ? null : readOptionFile(options.policy, 'policy');
   const filters = sidecar.filters;
   const unfiltered = Object.keys(filters).length === 0;
-  const items: unknown = JSON.parse(readFileSync(options.events, 'utf8'));
   let witnesses: string[] | null = null;
   const summary = (treeSize: number | null, events: number): VerifySummary => {
     const failures = verdicts.filter((v) => !v.ok).map((v) => v.check);
@@ -197,9 +203,12 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
     );
   }
 
-  if (options.state) await checkAgainstState(options, verifier, sidecar.checkpoint, checkpoint, record);
-  if (options.policy) witnesses = checkWitnessed(readFileSync(options.policy, 'utf8'), verifier, sidecar.checkpoint, sidecar.installation ?? null, record);
-  return summary(checkpoint.size, items.length);
+  const remember = options.state ? await checkAgainstState(options, verifier, checkpoint, record) : false;
+  if (policyText !== null) witnesses = checkWitnessed(policyText, verifier, sidecar.checkpoint, sidecar.installation ?? null, record);
+  const result = summary(checkpoint.size, items.length);
+  // Only a run that verified everything moves the remembered checkpoint on.
+  if (remember && result.ok && options.state) saveCheckpoint(options.state, sidecar.checkpoint);
+  return result;
 }
 
 /**
@@ -238,34 +247,54 @@ export function checkQuorum(note: string, policy: Policy, record: (ok: boolean, 
   return cosigned;
 }
 
-/** The state file: the newest checkpoint verified so far. The log may only have grown since. */
+/**
+ * The state file: the newest checkpoint verified so far. The log may only have grown since. Returns
+ * whether the checkpoint verified now is newer than the one remembered (to be saved if the run passes).
+ */
 async function checkAgainstState(
   options: VerifyOptions,
   verifier: Verifier,
-  note: string,
   checkpoint: Checkpoint,
   record: (ok: boolean, check: string) => boolean,
-): Promise<void> {
+): Promise<boolean> {
   const path = options.state as string;
   if (existsSync(path)) {
-    const saved = parseCheckpoint(openNote(readFileSync(path, 'utf8'), verifier));
+    let saved: Checkpoint;
+    try {
+      saved = parseCheckpoint(openNote(readOptionFile(path, 'state'), verifier));
+    } catch (error) {
+      if (error instanceof CliFailure) throw error;
+      throw new CliFailure(`Cannot read ${path} (--state): it is not a checkpoint signed by ${verifier.name} (${error instanceof Error ? error.message : String(error)}); give the file an earlier verify with this key wrote`);
+    }
     const [older, newer] = saved.size <= checkpoint.size ? [saved, checkpoint] : [checkpoint, saved];
     if (older.size === newer.size) {
       record(Buffer.from(older.root).equals(newer.root), `the checkpoint of ${newer.size} is the one remembered in ${path}`);
     } else {
       if (!options.url || !options.key) {
         record(false, `consistency with the remembered checkpoint of ${saved.size}: needs --url and --key to fetch the proof`);
-        return;
+        return false;
       }
       const url = new URL(`/v1/ledger/consistency?from=${older.size}&to=${newer.size}`, options.url);
       const response = await fetch(url, { headers: { authorization: `Bearer ${options.key}` } });
+      if (response.status === 401 || response.status === 403) throw httpFailure('give the consistency proof', response.status, await response.text());
       const body = (await response.json()) as { proof?: string[] };
       const consistent = response.ok && Array.isArray(body.proof) && verifyConsistency(older.size, newer.size, body.proof.map(b64), older.root, newer.root);
       record(consistent, `the log of ${newer.size} extends the one of ${older.size} remembered before (nothing rewritten)`);
-      if (!consistent) return;
+      if (!consistent) return false;
     }
-    if (saved.size >= checkpoint.size) return;
+    if (saved.size >= checkpoint.size) return false;
   }
-  writeFileSync(`${path}.tmp`, note);
-  renameSync(`${path}.tmp`, path);
+  return true;
+}
+
+/** Replaces the state file whole: written beside it and renamed over it, so a kill leaves the old one or the new. */
+function saveCheckpoint(path: string, note: string): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, note, { flag: 'wx', mode: 0o600 });
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
 }

@@ -74,7 +74,7 @@ test('export writes the file through the REST API and reports one JSON object', 
 
   const bad = await runCli(['export', '--url', app.url, '--key', 'alk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '--out', join(dir, 'x.json'), '--json'], env);
   expect(bad.code).toBe(1);
-  expect(JSON.parse(bad.stdout).error).toBe('Export failed: HTTP 401 Missing or invalid API key');
+  expect(JSON.parse(bad.stdout).error).toBe('The server refused the API key (401 Missing or invalid API key): check --key');
 });
 
 test('the database named in MONGODB_URI is the one used; MONGODB_DB only when the URI names none', async () => {
