@@ -1,6 +1,6 @@
 /** `npm start`: configuration, database, services, HTTP server; stops cleanly on SIGINT and SIGTERM. */
 import { once } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from './config/env';
 import { connectDatabase, DatabaseStartError } from './db/connect';
@@ -15,6 +15,27 @@ import { assertKeyFitsLedger } from './ledger/keyFit';
 import { InstallationStore } from './db/installationStore';
 import { readWitnessPolicy } from './ledger/witnesses';
 import { UnsealedRowsError } from './ledger/legacyRows';
+
+/** A listener's port could not be had: the message names the variable that sets it. */
+class PortError extends Error {
+  override readonly name = 'PortError';
+}
+
+/** Listens on `port` at `host`; a port in use (or not allowed) fails with one line naming `variable`. */
+async function listenOn(server: Server, port: number, host: string, variable: string): Promise<number> {
+  server.listen(port, host);
+  try {
+    await once(server, 'listening');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const where = `${hostForUrl(host)}:${port}`;
+    if (code === 'EADDRINUSE') throw new PortError(`Port ${port} is already in use (${where}, ${variable}): another instance or program listens there; set ${variable} to a free port (0 picks one).`);
+    if (code === 'EACCES') throw new PortError(`Port ${port} may not be used by this user (${where}, ${variable}): set ${variable} to a port above 1023 (0 picks one).`);
+    if (code === 'EADDRNOTAVAIL') throw new PortError(`The address ${host} is not one of this machine's (${where}, ${variable}).`);
+    throw error;
+  }
+  return (server.address() as AddressInfo).port;
+}
 
 /** A host as it appears in a URL: IPv6 addresses in brackets. */
 function hostForUrl(host: string): string {
@@ -54,20 +75,20 @@ async function main(): Promise<void> {
   });
 
   const metricsServer = createMetricsServer(metrics);
-  metricsServer.listen(config.metricsPort, config.metricsHost);
-  await once(metricsServer, 'listening');
-  const metricsPort = (metricsServer.address() as AddressInfo).port;
-
   const server = createServer(listener);
-  server.listen(config.port, config.host);
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  const url = config.publicUrl ?? `http://localhost:${port}`;
   // Other instances on this database forward events to the internal listener; alone, nothing is ever sent to it.
   const internal = createServer(createInternalListener(services.ingest));
-  internal.listen(config.internalPort, config.internalHost);
-  await once(internal, 'listening');
-  const internalPort = (internal.address() as AddressInfo).port;
+  let port: number, metricsPort: number, internalPort: number;
+  try {
+    port = await listenOn(server, config.port, config.host, 'PORT');
+    metricsPort = await listenOn(metricsServer, config.metricsPort, config.metricsHost, 'METRICS_PORT');
+    internalPort = await listenOn(internal, config.internalPort, config.internalHost, 'INTERNAL_PORT');
+  } catch (error) {
+    for (const opened of [server, metricsServer, internal]) if (opened.listening) opened.close();
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+  const url = config.publicUrl ?? `http://localhost:${port}`;
   const wildcard = ['0.0.0.0', '::', ''].includes(config.internalHost);
   await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${internalPort}`);
   // After joining: which streams this instance delivers depends on the live instances.
@@ -76,7 +97,7 @@ async function main(): Promise<void> {
   services.selfAudit.start(2000);
   services.retention.start(config.retention.pruneIntervalMs);
   log.info(
-    { port, url, metricsPort, internalPort, embeddedDatabase: database.embedded },
+    { port, url, metricsPort, internalPort, database: database.kind },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
   );
 
@@ -119,7 +140,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DatabaseStartError || error instanceof SigningKeyError || error instanceof UnsealedRowsError) {
+  if (error instanceof ConfigError || error instanceof DatabaseStartError || error instanceof SigningKeyError || error instanceof UnsealedRowsError || error instanceof PortError) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(`Audit Ledger failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -28,7 +28,7 @@ const ZEnv = z.object({
   INGEST_COMMIT_DELAY_MS: z.coerce.number().int().min(0).max(1000).default(20),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY_HOPS: positive.max(10).default(1),
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   METRICS_HOST: z.string().default('127.0.0.1'),
   DB_TIMEOUT_MS: positive.max(60_000).default(5000),
   METADATA_MAX_BYTES: positive.max(1024 * 1024).default(64 * 1024),

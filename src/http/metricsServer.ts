@@ -1,6 +1,8 @@
 /**
  * /metrics on an address of its own (`METRICS_HOST`:`METRICS_PORT`, loopback by default), never on the
  * public port: the figures describe every tenant's traffic, and scraping them costs the server work.
+ * METRICS_PORT defaults to 0 (a free port, logged at start) so that instances on one host differ only
+ * by PORT; a Prometheus deployment sets a fixed METRICS_PORT per instance for its scrape targets.
  */
 import { createServer, type Server } from 'node:http';
 import type { Metrics } from './metrics';

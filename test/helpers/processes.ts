@@ -18,6 +18,8 @@ export interface ServerProcess {
   /** The process's metrics address (METRICS_PORT=0: a free loopback port it logs at start). */
   metricsUrl: string;
   child: ChildProcess;
+  /** Everything it wrote so far: its log (stdout) and stderr. */
+  output(): { stdout: string; stderr: string };
   stop(): Promise<void>;
 }
 
@@ -42,6 +44,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
   const lines = createInterface({ input: child.stdout }); // stdout is piped above
   const { port, metricsPort, internalPort } = await new Promise<{ port: number; metricsPort: number; internalPort: number }>((resolve, reject) => {
     const timer = setTimeout(() => { reject(new Error(`server did not start: ${stderr}`)); }, 60_000);
@@ -63,6 +69,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     internalUrl: `http://127.0.0.1:${internalPort}`,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     child,
+    output: () => ({ stdout, stderr }),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
