@@ -28,7 +28,7 @@ function usage(): string {
 }
 
 function help(command: Command): string {
-  return [`Usage: audit-ledger ${command.words} ${command.synopsis} [--json]`.trimEnd(), '', command.summary, ...(command.details ? ['', command.details] : [])].join('\n');
+  return [`Usage: audit-ledger ${[command.words, command.synopsis, '[--json]'].filter(Boolean).join(' ')}`, '', command.summary, ...(command.details ? ['', command.details] : [])].join('\n');
 }
 
 /** The command named by the first words of `argv`, and the rest of the arguments. */

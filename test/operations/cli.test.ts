@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { call, eventBody } from '../helpers/api';
-import { startTestApp, type TestApp } from '../helpers/harness';
+import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
 import { runCli, runCommand, testLedgerKeyFile } from '../helpers/processes';
 
 let app: TestApp;
@@ -111,4 +111,12 @@ test('each command has its own options and help; an unknown one is named', async
   const unknown = await runCli(['org', 'delete', '--json'], env);
   expect(unknown.code).toBe(2);
   expect(JSON.parse(unknown.stdout)).toEqual({ error: 'Unknown command: org delete' });
+});
+
+test('ledger key prints the verifier key auditors pin, read from the key file; without one it says where to get it', async () => {
+  const res = await runCli(['ledger', 'key'], env);
+  expect([res.code, res.stdout]).toEqual([0, `${TEST_LEDGER_SIGNER.text}\n`]);
+  const without = await runCli(['ledger', 'key'], { ...env, LEDGER_SIGNING_KEY_FILE: join(tmpdir(), 'no-such-key-file') });
+  expect(without.code).not.toBe(0);
+  expect(without.stderr).toContain('GET /v1/ledger/key');
 });

@@ -168,6 +168,18 @@ export const adminCommands: Command[] = [
     },
   },
   {
+    words: 'ledger key',
+    summary: 'print the installation\'s verifier key (what auditors pin) from the signing key file',
+    synopsis: '',
+    details: 'Reads the key file (LEDGER_SIGNING_KEY_FILE, or DATA_DIR/ledger-signing-key) on this machine; nothing else is needed. Elsewhere: GET /v1/ledger/key with an API key scoped ledger:read, or the dashboard\'s Ledger page.',
+    options: {},
+    run() {
+      const signer = installationKey();
+      if (!signer) throw new UsageError('ledger key needs the ledger signing key file (LEDGER_SIGNING_KEY_FILE, or DATA_DIR/ledger-signing-key): run it where the service runs, or use GET /v1/ledger/key with an API key');
+      return Promise.resolve({ json: { verifier_key: signer.text, name: signer.name }, text: signer.text });
+    },
+  },
+  {
     words: 'ledger clear-alarm',
     summary: 'clear a witness\'s alarm once investigated: the installation log signs again if the witness agrees',
     synopsis: '--witness NAME',
