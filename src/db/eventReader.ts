@@ -4,10 +4,8 @@
  */
 import type { Filter, FindCursor } from 'mongodb';
 import type { CursorPosition } from '../domain/cursor';
-import { type EventDoc, isTombstone, LIVE, type StoredEvent } from './documents';
+import { type EventDoc, LIVE, type StoredEvent } from './documents';
 import type { ForeignRows } from './foreignRows';
-import type { RowMac } from '../domain/ledger/rowMac';
-import { isOwnStored } from './rowMacs';
 import type { Collections } from './database';
 
 /** Filters after parsing: range bounds are instants, both inclusive. */
@@ -39,7 +37,6 @@ export class EventReader {
     private readonly c: Collections,
     readonly tenant: string,
     /** Rows are shown only with a valid MAC (db/rowMacs.ts); null where nothing is signed (no key file). */
-    private readonly rowMac: RowMac | null = null,
     private readonly foreign: ForeignRows | null = null,
   ) {}
 
@@ -49,9 +46,7 @@ export class EventReader {
    * A foreign row is named (db/foreignRows.ts).
    */
   isOwn(doc: StoredEvent): boolean {
-    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
-    this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'a read');
-    return false;
+    return this.foreign?.own(doc, 'a read') ?? true;
   }
 
   /** Builds the filter; values are plain strings and Dates, never client-supplied objects. */

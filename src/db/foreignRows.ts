@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Collections } from './database';
 import { type ForeignKind, isTombstone, type StoredEvent } from './documents';
+import type { RowMac } from '../domain/ledger/rowMac';
+import { isOwnStored } from './rowMacs';
 import { describeDbError } from './errors';
 
 /** Rows remembered as named already; past this many the memory starts again (a row may be named twice). */
@@ -28,7 +30,16 @@ export class ForeignRows {
   constructor(
     private readonly c: Pick<Collections, 'foreignRows' | 'eventSlots' | 'ledgerEntries' | 'auditOutbox'>,
     private readonly log: Logger,
+    /** The installation's row MACs; null where nothing is signed (no key file): every row is then taken as it is. */
+    private readonly rowMac: RowMac | null = null,
   ) {}
+
+  /** Whether a stored event or tombstone is the service's own (db/rowMacs.ts); a foreign one is named, as met by `where`. */
+  own(doc: StoredEvent, where: string): boolean {
+    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
+    this.met(isTombstone(doc) ? 'tombstone' : 'event', doc, where);
+    return false;
+  }
 
   /** Names a foreign row met by `where`: logged and counted the first time. */
   met(kind: ForeignKind, row: Row, where: string): void {

@@ -6,10 +6,10 @@ import { randomUUID } from 'node:crypto';
 import type { Collections } from './database';
 import { type PolicyChange, RETENTION_ACTIONS, ZHoldPlacedMeta, ZHoldReleasedMeta, ZPolicyChangedMeta } from '../domain/retention';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
-import { type EventDoc, isTombstone, LIVE, type RetentionHoldDoc, type RetentionStateDoc, type StoredEvent, type TombstoneDoc } from './documents';
+import { type EventDoc, LIVE, type RetentionHoldDoc, type RetentionStateDoc, type StoredEvent, type TombstoneDoc } from './documents';
 import type { ForeignRows } from './foreignRows';
 import type { RowMac } from '../domain/ledger/rowMac';
-import { isOwnStored, sealTombstone } from './rowMacs';
+import { sealTombstone } from './rowMacs';
 
 /** Events read per batch when looking for what to remove. */
 const BATCH = 1_000;
@@ -25,18 +25,17 @@ export type HoldInForce = Pick<RetentionHoldDoc, '_id' | 'filter'>;
 export class RetentionStore {
   constructor(
     private readonly c: Collections,
+    /** Seals the tombstones it writes; null where nothing is signed. */
+    private readonly rowMac: RowMac | null = null,
     /**
      * Only the service's own rows (db/rowMacs.ts) are authority (policy entries) or removed (a foreign row
-     * is never turned into a tombstone the service would seal); null where nothing is signed.
+     * is never turned into a tombstone the service would seal).
      */
-    private readonly rowMac: RowMac | null = null,
     private readonly foreign: ForeignRows | null = null,
   ) {}
 
   private own(doc: StoredEvent): boolean {
-    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
-    this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'retention');
-    return false;
+    return this.foreign?.own(doc, 'retention') ?? true;
   }
 
   /**

@@ -37,7 +37,7 @@ export class Stores {
     /** The installation's row MACs (null: no key file here, nothing is signed). */
     readonly rowMac: RowMac | null = null,
   ) {
-    this.foreign = new ForeignRows(c, log);
+    this.foreign = new ForeignRows(c, log, rowMac);
     this.claims = new IdempotencyRepository(c);
     this.inserts = new EventInserts(c, log, rowMac, this.foreign);
 
@@ -49,7 +49,7 @@ export class Stores {
 
   /** One organization's events, read. */
   events(tenant: string): EventReader {
-    return new EventReader(this.c, tenant, this.rowMac, this.foreign);
+    return new EventReader(this.c, tenant, this.foreign);
   }
 
   /** The instance list's collection (a handful of documents, one per running instance). */

@@ -6,8 +6,6 @@ import type { Collections } from './database';
 import { type EventDoc, isTombstone, LIVE, type StoredEvent, type StreamDoc, type StreamProgressDoc } from './documents';
 import { DUPLICATE_KEY } from './errors';
 import type { ForeignRows } from './foreignRows';
-import type { RowMac } from '../domain/ledger/rowMac';
-import { isOwnStored } from './rowMacs';
 
 const DURABLE = { writeConcern: { w: 'majority' as const, j: true } };
 
@@ -78,16 +76,13 @@ export class StreamStore {
      * `seq` reach the GIN index. MongoDB serves the range from the (tenant, seq) index.
      */
     private readonly pointReads: boolean,
-    /** Only the service's own rows are delivered (db/rowMacs.ts); null where nothing is signed. */
-    private readonly rowMac: RowMac | null = null,
+    /** Only the service's own rows are delivered (db/rowMacs.ts). */
     private readonly foreign: ForeignRows | null = null,
   ) {}
 
   /** Whether a row may be delivered (or skipped as removed): the service's own; a foreign one is named. */
   private own(doc: StoredEvent): boolean {
-    if (!this.rowMac || isOwnStored(this.rowMac, doc)) return true;
-    this.foreign?.met(isTombstone(doc) ? 'tombstone' : 'event', doc, 'a stream');
-    return false;
+    return this.foreign?.own(doc, 'a stream') ?? true;
   }
 
   forTenant(tenant: string): TenantStreams {

@@ -121,7 +121,7 @@ export async function createServices(
   const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
   // FerretDB reads a whole organization for a range of sequence numbers; point reads reach its GIN index.
   const buildInfo = await db.command({ buildInfo: 1 });
-  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string', rowMac, stores.foreign);
+  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string', stores.foreign);
   const streamEvents = new EventSource(streamStore);
   const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs, hashes) => {
     integrator.stored(docs, hashes);
