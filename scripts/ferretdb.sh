@@ -6,7 +6,11 @@
 #   scripts/ferretdb.sh stop    stop the instance this script started
 #   scripts/ferretdb.sh build   only build
 #
-# Environment: FERRETDB_PORT (default: 27017 or the next free port), FERRETDB_PG_URL (postgres://root@127.0.0.1:5432/ferretdb).
+# It runs on when the caller ends, Ctrl-C on `npm start` included (a session of its own, below; and
+# src/db/localFerretDb.ts runs this script detached), so the next start finds it answering; `stop` ends it.
+#
+# Environment: FERRETDB_PORT (default: 27017 or the next free port), FERRETDB_PG_URL (postgres://root@127.0.0.1:5432/ferretdb),
+# FERRETDB_STATE_DIR (where the pid, port and log files are; default .cache/ferretdb: another one runs a second instance).
 set -euo pipefail
 
 VERSION=v1.24.2
@@ -14,9 +18,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE="$ROOT/.cache/ferretdb"
 BIN="$CACHE/bin/ferretdb-$VERSION"
 PG_URL=${FERRETDB_PG_URL:-postgres://root@127.0.0.1:5432/ferretdb}
-PIDFILE="$CACHE/ferretdb.pid"
-PORTFILE="$CACHE/ferretdb.port"
-LOG="$CACHE/ferretdb.log"
+STATE=${FERRETDB_STATE_DIR:-$CACHE}
+PIDFILE="$STATE/ferretdb.pid"
+PORTFILE="$STATE/ferretdb.port"
+LOG="$STATE/ferretdb.log"
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -61,6 +66,7 @@ start() {
   postgres_up
   if running; then echo "mongodb://127.0.0.1:$(cat "$PORTFILE")/"; return 0; fi
   PORT=$(choose_port)
+  mkdir -p "$STATE"
   local db=${PG_URL##*/}; db=${db%%\?*}
   if ! psql "${PG_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1; then
     createdb -h 127.0.0.1 -U root "$db" 2>/dev/null || psql "${PG_URL%/*}/postgres" -c "create database \"$db\"" >/dev/null
@@ -68,7 +74,11 @@ start() {
   # Indexes PostgreSQL can use for FerretDB's reads (see the file); before FerretDB opens its connections.
   psql "$PG_URL" -v ON_ERROR_STOP=1 -q -v dbname="$db" -f "$ROOT/scripts/ferretdb-indexes.sql" >/dev/null 2>&1 \
     || echo "ferretdb.sh: could not add the GIN indexes (scripts/ferretdb-indexes.sql); reads will scan" >&2
-  nohup "$BIN" --handler=postgresql --postgresql-url="$PG_URL" --listen-addr="127.0.0.1:$PORT" \
+  # A session of its own where setsid exists: a Ctrl-C in the terminal that ran this (at its prompt, or on
+  # the `npm start` that follows) never reaches it. Without setsid, npm start's own call is detached.
+  local launch=(nohup)
+  if command -v setsid >/dev/null; then launch=(setsid nohup); fi
+  "${launch[@]}" "$BIN" --handler=postgresql --postgresql-url="$PG_URL" --listen-addr="127.0.0.1:$PORT" \
     --telemetry=disable --debug-addr=- --state-dir=- --log-level=warn >"$LOG" 2>&1 &
   echo $! > "$PIDFILE"
   echo "$PORT" > "$PORTFILE"

@@ -155,7 +155,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       return;
     }
     const other = leaves.get(proof.leaf_index);
-    if (other) record(false, `event ${event.id}: claims leaf ${proof.leaf_index}, as event ${other} does`);
+    if (other) record(false, `event ${event.id}: claims sequence number ${proof.leaf_index + 1}, as event ${other} does`);
     leaves.set(proof.leaf_index, event.id);
     if (proof.leaf_index >= checkpoint.size) {
       failedEvents++;
@@ -165,7 +165,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
     const leaf = leafHash(leafBytes(org, proof.leaf_index + 1, leafCommitOf(eventHashes(hashInputOfEvent(event), proof.salt))));
     if (!verifyInclusion(proof.leaf_index, checkpoint.size, leaf, proof.inclusion_path.map(b64), checkpoint.root)) {
       failedEvents++;
-      record(false, `event ${event.id}: not leaf ${proof.leaf_index} of the signed tree (changed, or moved from its place)`);
+      record(false, `event ${event.id}: not sequence number ${proof.leaf_index + 1} of the signed tree (changed, or moved from its place)`);
     } else {
       // Only a proven entry is an authority.
       const entry = logEntryOf(proof.leaf_index + 1, event);

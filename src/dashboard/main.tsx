@@ -4,8 +4,9 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
 import { Layout } from './components/Layout';
-import { ME_KEY } from './lib/session';
-import { errorStatus, isNotSignedIn } from './lib/trpc';
+import { RoleGate } from './components/NotForRole';
+import { ME_KEY, SESSION_END_KEY, type SessionEnd } from './lib/session';
+import { errorStatus, isNotSignedIn, sessionEndedOf } from './lib/trpc';
 import { EventDetailPage } from './pages/EventDetailPage';
 import { EventsPage } from './pages/EventsPage';
 import { GettingStartedPage } from './pages/GettingStartedPage';
@@ -22,9 +23,16 @@ import { RetentionPage } from './pages/RetentionPage';
 import { InvitePage } from './pages/InvitePage';
 import './styles.css';
 
-/** A session that ended (logout elsewhere, expiry) sends the person to the sign-in page from wherever they are. */
+/**
+ * A session that ended (removal from the organization, logout elsewhere, expiry) sends the person to the
+ * sign-in page from wherever they are, which says why: the server's reason when it gave one.
+ */
 const onError = (error: unknown) => {
-  if (isNotSignedIn(error)) queryClient.setQueryData(ME_KEY, null);
+  if (!isNotSignedIn(error)) return;
+  const wasSignedIn = Boolean(queryClient.getQueryData<object | null>(ME_KEY));
+  const ended = sessionEndedOf(error);
+  if (ended || wasSignedIn) queryClient.setQueryData<SessionEnd>(SESSION_END_KEY, ended ?? 'ended');
+  queryClient.setQueryData(ME_KEY, null);
 };
 
 const queryClient: QueryClient = new QueryClient({
@@ -50,10 +58,24 @@ const router = createBrowserRouter([
       { path: 'start', element: <GettingStartedPage /> },
       { path: 'events', element: <EventsPage /> },
       { path: 'events/:id', element: <EventDetailPage /> },
-      { path: 'keys', element: <KeysPage /> },
+      {
+        path: 'keys',
+        element: (
+          <RoleGate permission="keys:manage" page={{ title: 'API keys', managedBy: 'API keys are created and managed by', ask: 'to create a key for you' }}>
+            <KeysPage />
+          </RoleGate>
+        ),
+      },
       { path: 'usage', element: <UsagePage /> },
       { path: 'ledger', element: <LedgerPage /> },
-      { path: 'streams', element: <StreamsPage /> },
+      {
+        path: 'streams',
+        element: (
+          <RoleGate permission="streams:manage" page={{ title: 'Streams', managedBy: 'Log streams are set up and managed by', ask: 'to send your events to a SIEM, object storage or endpoint' }}>
+            <StreamsPage />
+          </RoleGate>
+        ),
+      },
       { path: 'members', element: <MembersPage /> },
       { path: 'retention', element: <RetentionPage /> },
     ],

@@ -3,7 +3,7 @@ import type { Collection, Db, IndexDescription } from 'mongodb';
 import { isDuplicateKey } from './errors';
 import { migrateKeptLeaves } from './tombstones';
 import type {
-  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, EndedSessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
   MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionHoldDoc, LegacyKeptLeafDoc, RetentionStateDoc, StoredEvent, ForeignRowDoc, InstallationStateDoc,
 } from './documents';
 
@@ -22,6 +22,8 @@ export interface Collections {
   revocations: Collection<RevocationMarkDoc>;
   accounts: Collection<AccountDoc>;
   sessions: Collection<SessionDoc>;
+  /** The same collection: what remains of sessions a removal or leaving ended (`SessionRepository.endFor`). */
+  endedSessions: Collection<EndedSessionDoc>;
   authAttempts: Collection<AuthAttemptDoc>;
   /** A handful of documents, one per running instance, read whole at each heartbeat: no index needed. */
   instances: Collection<InstanceDoc>;
@@ -72,6 +74,7 @@ export function collections(db: Db): Collections {
     revocations: db.collection<RevocationMarkDoc>('key_revocations'),
     accounts: db.collection<AccountDoc>('accounts'),
     sessions: db.collection<SessionDoc>('sessions'),
+    endedSessions: db.collection<EndedSessionDoc>('sessions'),
     authAttempts: db.collection<AuthAttemptDoc>('auth_attempts'),
     instances: db.collection<InstanceDoc>('instances'),
     idempotencyClaims: db.collection<IdempotencyClaimDoc>('idempotency_keys'),

@@ -168,6 +168,26 @@ export interface SessionDoc {
 }
 
 /**
+ * What is left of a session that a membership change ended (in the sessions collection, under the same
+ * `_id`): no account, only why, so that the cookie's next request can be told why it is refused. It goes
+ * with the expired sessions at `expires_at`.
+ */
+export interface EndedSessionDoc {
+  _id: string;
+  ended: SessionEnd;
+  expires_at: Date;
+}
+
+export interface SessionEnd {
+  /** `removed`: a member who manages members removed the account; `left`: the account left (from another device). */
+  reason: 'removed' | 'left';
+  org_id: string;
+  /** The role of whoever removed them, as they held it then. */
+  by_role: Role;
+  at: Date;
+}
+
+/**
  * A running service instance, for the others to find (src/ingest/instances.ts). Liveness is read from
  * `beat` changing, timed by the reader's own clock, so instances need no agreement on the time.
  */
@@ -337,6 +357,8 @@ export interface StreamDoc {
   sealed: string;
   paused: boolean;
   created_at: Date;
+  /** Set by "Retry now": the delivering instance, at its next scan, ends the stream's backoff wait if it began before this. */
+  retry_requested_at?: Date;
 }
 
 /** How far a stream got: written by the instance delivering it, read by the API for its state and lag. */
@@ -347,10 +369,15 @@ export interface StreamProgressDoc {
   /** Every event up to this sequence number was acknowledged by the destination. */
   delivered_seq: number;
   last_delivery_at: Date | null;
+  /** The last failed attempt's error; cleared by the next acknowledged delivery. */
   last_error: string | null;
+  /** When that attempt failed (absent in progress saved before it was kept). */
+  last_error_at?: Date | null;
   /** When the current run of failures began (null: the last attempt succeeded). */
   failing_since: Date | null;
-  /** Whether the run of failures has lasted longer than the failing limit. */
+  /** While failing: when the next attempt is due (backoff or Retry-After), unless "Retry now" brings it forward. */
+  next_attempt_at?: Date | null;
+  /** Whether the run of failures has lasted longer than the failing limit (the metric and the warning). */
   failing: boolean;
   /** Deliveries per minute, the newest last, at most an hour of them. */
   history: { minute: Date; delivered: number; failed: number }[];

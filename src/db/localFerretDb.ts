@@ -22,12 +22,15 @@ export function localFerretDbMissing(): string | null {
 
 /**
  * Builds (first time only, a few minutes, with Go's progress on stderr) and starts FerretDB, or finds
- * it running; resolves with its connection string. It keeps running after this process: stop it with
- * `scripts/ferretdb.sh stop`.
+ * it running; resolves with its connection string. It keeps running after this process, Ctrl-C
+ * included, so that the next start finds it answering: stop it with `bash scripts/ferretdb.sh stop`.
  */
 export function startLocalFerretDb(): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [SCRIPT, 'start'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // A process group of its own (detached): Ctrl-C sends SIGINT to the terminal's whole foreground
+    // group, and FerretDB, a Go program listening for SIGINT, would stop with `npm start`. The script
+    // itself is awaited below, so nothing is left to unref.
+    const child = spawn('bash', [SCRIPT, 'start'], { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.once('error', reject);

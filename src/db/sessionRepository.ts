@@ -3,7 +3,7 @@
  * out (deleting the document) ends the session everywhere at once.
  */
 import { generateSessionToken } from '../domain/account';
-import type { SessionDoc } from './documents';
+import type { SessionDoc, SessionEnd } from './documents';
 import type { Collections } from './database';
 
 export const SESSION_POLICY = {
@@ -36,7 +36,8 @@ export class SessionRepository {
   /** The live session with this token hash, or null when unknown, logged out, expired or idle too long. */
   async findLive(hash: string, now: Date): Promise<SessionDoc | null> {
     const doc = await this.c.sessions.findOne({ _id: hash });
-    if (!doc) return null;
+    // An ended session (`endFor`) keeps its `_id` only to say why it ended.
+    if (!doc || 'ended' in doc) return null;
     if (doc.expires_at <= now || now.getTime() - doc.last_seen_at.getTime() >= SESSION_POLICY.idleMs) return null;
     if (now.getTime() - doc.last_seen_at.getTime() >= SESSION_POLICY.touchEveryMs) {
       await this.c.sessions.updateOne({ _id: hash }, { $set: { last_seen_at: now } });
@@ -44,9 +45,22 @@ export class SessionRepository {
     return doc;
   }
 
-  /** Ends every session of an account in one organization (the member was removed or left). */
-  async deleteFor(accountId: string, orgId: string): Promise<void> {
+  /**
+   * Ends every session of an account in one organization (the member was removed or left): each becomes
+   * an ended session, with no account in it, whose cookie's next request is refused and told why
+   * (`endOf`); it is cleared with the expired ones.
+   */
+  async endFor(accountId: string, orgId: string, end: SessionEnd): Promise<void> {
+    const sessions = await this.c.sessions.find({ account_id: accountId, org_id: orgId }, { projection: { _id: 1, expires_at: 1 } }).toArray();
+    for (const { _id, expires_at } of sessions) await this.c.endedSessions.replaceOne({ _id }, { ended: end, expires_at });
+    // A session started between the read and the replacements (a sign-in racing the removal) ends too, untold.
     await this.c.sessions.deleteMany({ account_id: accountId, org_id: orgId });
+  }
+
+  /** Why the session with this token hash was ended by a membership change, or null (unknown, logged out, expired). */
+  async endOf(hash: string, now: Date): Promise<SessionEnd | null> {
+    const doc = await this.c.endedSessions.findOne({ _id: hash });
+    return doc?.ended && doc.expires_at > now ? doc.ended : null;
   }
 
   async delete(hash: string): Promise<void> {

@@ -47,6 +47,12 @@ export class TenantStreams {
     return matchedCount ? this.get(id) : null;
   }
 
+  /** Records a "Retry now" (the delivering instance answers it at its next scan); null: no such stream of this organization. */
+  async requestRetry(id: string, at: Date): Promise<StreamDoc | null> {
+    const { matchedCount } = await this.c.streams.updateOne({ _id: id, tenant: this.tenant }, { $set: { retry_requested_at: at } }, DURABLE);
+    return matchedCount ? this.get(id) : null;
+  }
+
   /** Deletes the stream and its progress; false when there was none. */
   async remove(id: string): Promise<boolean> {
     const { deletedCount } = await this.c.streams.deleteOne({ _id: id, tenant: this.tenant }, DURABLE);

@@ -15,14 +15,13 @@ export { ZEmail };
 /** NIST SP 800-63B: at least 8 characters; we ask for 12 and cap the length only against abuse. */
 export const PASSWORD_LIMITS = { min: 12, max: 256 } as const;
 
-export const ZNewPassword = text()
-  .min(PASSWORD_LIMITS.min, `Password must be at least ${PASSWORD_LIMITS.min} characters`)
-  .max(PASSWORD_LIMITS.max, `Password must be at most ${PASSWORD_LIMITS.max} characters`);
+// Its messages, like every schema's bounds, are worded in one place: domain/validation.ts.
+export const ZNewPassword = text().min(PASSWORD_LIMITS.min).max(PASSWORD_LIMITS.max);
 
 export const ZSignupInput = z.strictObject({
   email: ZEmail,
   password: ZNewPassword,
-  organization_name: text().trim().min(1, 'Organization name is required').max(100, 'Organization name must be at most 100 characters'),
+  organization_name: text().trim().min(1).max(100),
 });
 export type TSignupInput = z.infer<typeof ZSignupInput>;
 

@@ -30,5 +30,5 @@ export function decodeCursor(cursor: string): CursorPosition {
   } catch {
     // fall through: any undecodable cursor gets the same answer
   }
-  throw new AppError('INVALID_CURSOR', 'Invalid request: cursor is not a valid cursor', { fields: ['cursor'] });
+  throw new AppError('INVALID_CURSOR', 'Invalid request: cursor is not valid; pass next_cursor from the previous page unchanged', { fields: ['cursor'] });
 }

@@ -4,6 +4,7 @@
  * code's HTTP status is decided in exactly one place.
  */
 import { z } from 'zod';
+import type { Role } from './roles';
 
 export const ERROR_CODES = {
   MISSING_REQUIRED_FIELDS: { status: 400, trpc: 'BAD_REQUEST' },
@@ -115,6 +116,16 @@ export interface ErrorDetails {
   fieldsTotal?: number;
   /** Seconds after which a retry may succeed: sent as `Retry-After`. */
   retryAfter?: number;
+  /** NOT_SIGNED_IN only, on /trpc only: the session was ended by a membership change, and this is what its holder is told. */
+  sessionEnded?: TSessionEnded;
+}
+
+/** Why a dashboard session ended, when a membership change ended it: `removed` by someone with the role `by_role`, or `left` (from another device). */
+export interface TSessionEnded {
+  reason: 'removed' | 'left';
+  /** The organization's name (its id, should it be gone). */
+  organization: string;
+  by_role: Role;
 }
 
 export class AppError extends Error {

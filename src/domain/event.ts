@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { CSV_COLUMNS as CSV_FIELDS, EVENT_FIELDS, type EventField, type TEvent } from './eventFields';
-import { ZLedgerReceipt } from './ledger/receipt';
+import { ZLedgerReceipt, ZSeq } from './ledger/receipt';
 import { ZRemovedNotice } from './retention';
 import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
@@ -40,20 +40,20 @@ export function metadataProblem(value: Record<string, unknown>): string | null {
   return unpaired ? 'must be well-formed Unicode (a string in it has an unpaired surrogate)' : null;
 }
 
-const required = (what: string) => ({
-  error: (issue: { input?: unknown }) => (issue.input === undefined ? REQUIRED : `must be ${what}`),
-});
+/**
+ * Words of a schema's own for a value of the wrong type only. Zod applies a schema's `error` to every
+ * issue of that schema, its length and bound checks too, which domain/validation.ts words.
+ */
+export const wrongType = (message: string) => ({ error: (issue: { code?: string }) => (issue.code === 'invalid_type' ? message : undefined) });
+
+/** Marks an absent value as missing (spec rule 4.1.1); any other wrong type is worded in domain/validation.ts. */
+const required = { error: (issue: { input?: unknown }) => (issue.input === undefined ? REQUIRED : undefined) };
 
 /** A required identifier-like string: absent or empty counts as missing (spec rule 4.1.1). */
-const requiredId = text(required('a string'))
-  .min(1, REQUIRED)
-  .max(LIMITS.id, `must be at most ${LIMITS.id} characters`);
+const requiredId = text(required).min(1, REQUIRED).max(LIMITS.id);
 
 /** An optional string; null is accepted as "not given", which is how many clients spell absence. */
-const optionalText = (max: number) =>
-  text({ error: 'must be a string' })
-    .max(max, `must be at most ${max} characters`)
-    .nullish();
+const optionalText = (max: number) => text().max(max).nullish();
 
 const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -91,7 +91,7 @@ const parsedDate = (schema: z.ZodString, parse: (text: string) => Date | null, m
   });
 
 const ZEventTimestampInput = parsedDate(
-  text({ error: 'must be an ISO 8601 datetime string' }).max(64, 'must be an ISO 8601 datetime'),
+  text(wrongType('must be an ISO 8601 datetime string')).max(64, 'must be an ISO 8601 datetime'),
   parseIsoDateTime,
   'must be a valid ISO 8601 datetime with a UTC designator or offset, e.g. 2024-01-15T10:30:00.000Z',
 ).meta({ description: 'ISO 8601 datetime with Z or an offset; stored in UTC with millisecond precision' });
@@ -105,7 +105,7 @@ export const ZCreateEventInput = z
           name: optionalText(LIMITS.name),
           email: optionalText(LIMITS.email),
         },
-        required('an object'),
+        required,
       ),
       action: requiredId
         .refine((action) => !isReservedAction(action), `must not start with "${RESERVED_ACTION_PREFIX}": that namespace is the service's own records`)
@@ -116,13 +116,12 @@ export const ZCreateEventInput = z
           id: requiredId,
           name: optionalText(LIMITS.name),
         },
-        required('an object'),
+        required,
       ),
       metadata: ZMetadata.nullish(),
       organization_id: optionalText(LIMITS.id).refine((v) => v !== '', 'must not be empty'),
       timestamp: ZEventTimestampInput.nullish(),
     },
-    { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : 'Request body must be a JSON object') },
   )
   .meta({ id: 'CreateEventInput' });
 export type TCreateEventInput = z.infer<typeof ZCreateEventInput>;
@@ -132,7 +131,7 @@ export type TCreateEventInput = z.infer<typeof ZCreateEventInput>;
  * clients, which send no headers of their own per call, as the `idempotency_key` input field.
  */
 export const ZIdempotencyKey = z
-  .string({ error: 'must be a string' })
+  .string()
   .regex(/^[\x20-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters')
   .meta({ description: 'Makes retries safe: a request repeated with the same key stores nothing new and answers as the first did (README, "Idempotent writes")' });
 
@@ -147,12 +146,11 @@ export const ZCreateBatchRequest = z
   .strictObject(
     {
       events: z
-        .array(ZCreateEventInput, required('an array of events'))
-        .min(1, 'must hold at least one event')
+        .array(ZCreateEventInput, required)
+        .min(1)
         .meta({ description: 'Create bodies as for POST /v1/events: 1 to BATCH_MAX_EVENTS (default 1000), stored all or none' }),
       idempotency_key: ZIdempotencyKey.optional(),
     },
-    { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : 'Request body must be a JSON object') },
   )
   .meta({ id: 'CreateEventBatchInput' });
 
@@ -184,7 +182,11 @@ export type TRemovedEvent = z.infer<typeof ZRemovedEvent>;
 
 /** A removed event's place in the log: its leaf stays, the event does not. */
 export const ZRemovedReceipt = z
-  .object({ leaf_index: z.number().int().meta({ description: 'The removed event\'s leaf in its organization\'s log' }), removed: z.literal(true) })
+  .object({
+    seq: ZSeq,
+    leaf_index: z.number().int().meta({ description: 'The removed event\'s position in the Merkle tree (its leaf stays): seq − 1' }),
+    removed: z.literal(true),
+  })
   .meta({ id: 'RemovedReceipt' });
 
 const ZStoredEvent = z.union([ZEvent, ZRemovedEvent]);
@@ -206,15 +208,13 @@ export type TCreateBatchOutput = z.infer<typeof ZCreateBatchOutput>;
 
 const rangeBound = (bound: 'start' | 'end') =>
   parsedDate(
-    text({ error: 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime' }).max(64, 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime'),
+    text(wrongType('must be a date (YYYY-MM-DD) or an ISO 8601 datetime')).max(64, 'must be a date (YYYY-MM-DD) or an ISO 8601 datetime'),
     (value) => parseRangeBound(value, bound),
     'must be a valid date (YYYY-MM-DD) or ISO 8601 datetime',
   ).optional();
 
-const filterText = text({ error: 'must be a single string' })
-  .min(1, 'must not be empty')
-  .max(LIMITS.id, `must be at most ${LIMITS.id} characters`)
-  .optional();
+// "single": a query parameter given twice arrives as an array.
+const filterText = text(wrongType('must be a single string')).min(1).max(LIMITS.id).optional();
 
 /** Filters shared by list and export (interface.md §4.3, §4.4). Unknown parameters are refused. */
 export const ZEventFilters = z.strictObject({
@@ -234,14 +234,14 @@ export type TEventFilters = z.infer<typeof ZEventFilters>;
 
 export const ZListEventsInput = ZEventFilters.extend({
   limit: z
-    .number({ error: 'must be an integer from 1 to 1000' })
-    .int('must be an integer from 1 to 1000')
-    .min(1, 'must be an integer from 1 to 1000')
-    .max(1000, 'must be an integer from 1 to 1000')
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
     .optional()
     .meta({ description: 'Page size, 1 to 1000; default 50' }),
-  cursor: text({ error: 'must be a single string' })
-    .max(LIMITS.cursor, 'is not a valid cursor')
+  cursor: text(wrongType('must be a single string'))
+    .max(LIMITS.cursor, 'is not valid; pass next_cursor from the previous page unchanged')
     .optional()
     .meta({ description: 'Opaque next_cursor from the previous page' }),
 });
@@ -258,14 +258,14 @@ export const ZListEventsOutput = z
 export type TListEventsOutput = z.infer<typeof ZListEventsOutput>;
 
 /** A ledger tree size in a query string: the export and its proofs sidecar pinned to one tree. */
-export const ZTreeSizeParam = text({ error: 'must be a whole number' })
-  .regex(/^[1-9][0-9]{0,14}$/, 'must be a whole number from 1')
+export const ZTreeSizeParam = text(wrongType('must be a whole number'))
+  .regex(/^[1-9][0-9]{0,14}$/, 'must be a whole number, at least 1')
   .transform(Number);
 
 export const EXPORT_FORMATS = ['json', 'csv'] as const;
 export const ZExportEventsInput = ZEventFilters.extend({
   format: z
-    .enum(EXPORT_FORMATS, { error: 'must be json or csv' })
+    .enum(EXPORT_FORMATS)
     .optional()
     .meta({ description: 'json (default) or csv' }),
   tree_size: ZTreeSizeParam.optional().meta({

@@ -350,8 +350,8 @@ export const ZRetentionView = z.object({
 }).meta({ id: 'RetentionView' });
 export type TRetentionView = z.infer<typeof ZRetentionView>;
 
-export const ZSetPolicyInput = z.strictObject({ days: z.number().int('must be a whole number').positive('must be positive').nullable() });
-export const ZPlaceHoldInput = z.strictObject({ filter: ZHoldFilter, reason: z.string().trim().min(1, 'must not be empty').max(500) });
+export const ZSetPolicyInput = z.strictObject({ days: z.number().int().positive().nullable() });
+export const ZPlaceHoldInput = z.strictObject({ filter: ZHoldFilter, reason: z.string().trim().min(1).max(500) });
 export const ZHoldIdInput = z.strictObject({ id: z.string().min(1).max(64) });
 export const ZEraseInput = z
   .strictObject({
@@ -359,7 +359,7 @@ export const ZEraseInput = z
     event_ids: z.array(z.string().min(1).max(64)).min(1).max(10_000).optional().meta({ description: 'Erase these events (give this or actor_id)' }),
     reason: ZErasureReason,
   })
-  .refine((input) => (input.actor_id === undefined) !== (input.event_ids === undefined), { message: 'give either actor_id or event_ids', path: ['actor_id'] });
+  .refine((input) => (input.actor_id === undefined) !== (input.event_ids === undefined), { message: 'must be given, or event_ids instead (not both)', path: ['actor_id'] });
 /** /v1/retention/holds: the organization's legal holds (the view's `holds`). */
 export const ZHoldList = z.object({ data: z.array(ZRetentionHold) });
 /** /v1/retention/holds/{id} released: gone, its release an entry of the log. */

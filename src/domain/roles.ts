@@ -94,7 +94,7 @@ export const ZChangeRoleInput = ZAccountIdInput.extend({ role: ZRole });
 export const ZInvitationIdInput = z.strictObject({ id: z.string().max(64) });
 
 const INVITATION_TOKEN = /^ali_[A-Za-z0-9_-]{43}$/;
-export const ZInvitationToken = z.string().regex(INVITATION_TOKEN, 'Invalid invitation link');
+export const ZInvitationToken = z.string().regex(INVITATION_TOKEN, 'is not a valid invitation link');
 
 /** What the invitation page shows before anyone accepts. */
 export const ZInvitationPreview = z.object({

@@ -28,7 +28,7 @@ export interface StreamOptions {
 export const MAX_STREAMS_PER_ORG = 5;
 
 const url = text()
-  .max(2048, 'must be at most 2048 characters')
+  .max(2048)
   .refine((value) => {
     try {
       const parsed = new URL(value);
@@ -37,8 +37,8 @@ const url = text()
       return false;
     }
   }, 'must be an http(s) URL without credentials');
-const secret = (what: string) => text().min(1, `${what} is required`).max(1024, `${what} must be at most 1024 characters`);
-const label = (max: number) => text().max(max, `must be at most ${max} characters`);
+const secret = () => text().min(1).max(1024);
+const label = (max: number) => text().max(max);
 
 export const ZWebhookDestination = z.strictObject({
   type: z.literal('webhook'),
@@ -47,14 +47,14 @@ export const ZWebhookDestination = z.strictObject({
 export const ZSplunkDestination = z.strictObject({
   type: z.literal('splunk'),
   url: url.meta({ description: 'The HTTP Event Collector\'s base URL, e.g. https://splunk.example.com:8088 (events go to /services/collector/event)' }),
-  token: secret('token').meta({ description: 'The HEC token (write-only)' }),
+  token: secret().meta({ description: 'The HEC token (write-only)' }),
   index: label(256).optional(),
   sourcetype: label(256).optional(),
 });
 export const ZDatadogDestination = z.strictObject({
   type: z.literal('datadog'),
   url: url.meta({ description: 'The Logs intake of the Datadog site, e.g. https://http-intake.logs.datadoghq.com (events go to /api/v2/logs)' }),
-  api_key: secret('api_key').meta({ description: 'A Datadog API key (write-only)' }),
+  api_key: secret().meta({ description: 'A Datadog API key (write-only)' }),
   service: label(256).optional(),
   tags: label(1024).optional().meta({ description: 'ddtags, comma-separated' }),
 });
@@ -65,8 +65,8 @@ export const ZS3Destination = z.strictObject({
   bucket: text().min(3).max(63),
   prefix: label(512).optional().meta({ description: 'Prepended to every object key' }),
   path_style: z.boolean().optional().meta({ description: 'Path-style addressing (most S3-compatible servers need it)' }),
-  access_key_id: secret('access_key_id'),
-  secret_access_key: secret('secret_access_key').meta({ description: 'Write-only' }),
+  access_key_id: secret(),
+  secret_access_key: secret().meta({ description: 'Write-only' }),
 });
 
 export const ZStreamDestinationInput = z.discriminatedUnion('type', [ZWebhookDestination, ZSplunkDestination, ZDatadogDestination, ZS3Destination]);
@@ -105,7 +105,7 @@ export const STREAM_FORMATS = ['json', 'ocsf'] as const;
 export type StreamFormat = (typeof STREAM_FORMATS)[number];
 
 export const ZCreateStreamInput = z.strictObject({
-  name: text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters'),
+  name: text().trim().min(1).max(100),
   destination: ZStreamDestinationInput,
   format: z.enum(STREAM_FORMATS).default('json').meta({ description: '`json`: each event as GET /v1/events/{id} returns it, with its ledger receipt; `ocsf`: OCSF 1.3.0 API Activity (class 6003)' }),
   start_seq: z.number().int().min(1).optional().meta({ description: 'The first sequence number to deliver (1: the whole log); from the next event when absent' }),
@@ -123,14 +123,16 @@ export const ZStream = z
     name: z.string(),
     destination: ZStreamDestinationView,
     format: z.enum(STREAM_FORMATS),
-    state: z.enum(STREAM_STATES).meta({ description: '`failing`: the destination has refused or been unreachable for longer than the failing limit; it is still retried, and the stream keeps its place' }),
+    state: z.enum(STREAM_STATES).meta({ description: '`failing`: the last delivery attempt was refused or could not reach the destination (from the first such attempt until one is acknowledged); it is retried with backoff (`next_attempt_at`, or at once with POST /streams/{id}/retry), and the stream keeps its place. `paused` wins over `failing`' }),
     start_seq: z.number().int(),
     delivered_seq: z.number().int().meta({ description: 'Every event up to this sequence number was acknowledged by the destination' }),
     lag_events: z.number().int().meta({ description: 'Events stored and not acknowledged yet' }),
     lag_seconds: z.number().nullable().meta({ description: 'Age of the oldest event not acknowledged yet; null when caught up' }),
     last_delivery_at: z.string().nullable(),
-    last_error: z.string().nullable(),
-    failing_since: z.string().nullable(),
+    last_error: z.string().nullable().meta({ description: 'While failing: why the last attempt failed; null once a delivery is acknowledged' }),
+    last_error_at: z.string().nullable().meta({ description: 'When that attempt failed' }),
+    failing_since: z.string().nullable().meta({ description: 'When the current run of failed attempts began; null when the last attempt succeeded' }),
+    next_attempt_at: z.string().nullable().meta({ description: 'While failing: when the next attempt is due (backoff with jitter, or what Retry-After asked)' }),
     created_at: z.string(),
     history: z.array(z.object({ minute: z.string(), delivered: z.number().int(), failed: z.number().int() })).meta({ description: 'Deliveries per minute over the last hour' }),
   })
@@ -147,5 +149,6 @@ export const ZStreamTestResult = z.object({
   ok: z.boolean(),
   status: z.number().int().nullable().meta({ description: 'The destination\'s HTTP status, when it answered' }),
   error: z.string().nullable(),
+  retrying: z.boolean().meta({ description: 'The test was acknowledged and the stream was failing: it is retried now, and that delivery of its events decides its state' }),
 });
 export type TStreamTestResult = z.infer<typeof ZStreamTestResult>;

@@ -11,7 +11,7 @@ import { text } from './text';
 export const VIEWER_AUDIENCE = 'audit-ledger/viewer';
 export const VIEWER_DEFAULT_MINUTES = 15;
 
-const id = text().min(1, 'must not be empty').max(LIMITS.id, `must be at most ${LIMITS.id} characters`);
+const id = text().min(1).max(LIMITS.id);
 
 export const ZMintViewerTokenInput = z.strictObject({
   organization_id: id.meta({ description: 'The one organization_id value of your events the viewer shows (your customer)' }),

@@ -94,7 +94,7 @@ export class Ingest {
    * an idempotency claim of their organization (services/idempotency.ts).
    */
   async writeForwarded(unit: KeyedWriteUnit): Promise<StoredEvent[]> {
-    if (unit.capExempt && !(await this.claimed(unit.drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: a cap exemption that no idempotency claim backs');
+    if (unit.capExempt && !(await this.claimed(unit.drafts))) throw new AppError('VALIDATION_FAILED', 'Invalid request: the cap exemption is not backed by an idempotency claim');
     return this.writer.write(unit);
   }
 

@@ -196,11 +196,11 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     const id = differing.get(i);
     if (id === undefined) continue;
     const from = movedFrom.get(i);
-    if (from !== undefined) findings.push({ kind: 'moved', leaf_index: i, event_id: id, detail: `event ${id} was signed at leaf ${from} and now sits at leaf ${i}` });
-    else if (foundElsewhere.has(i)) findings.push({ kind: 'inserted', leaf_index: i, event_id: id, detail: `event ${id} was never signed: it was inserted at leaf ${i}` });
+    if (from !== undefined) findings.push({ kind: 'moved', leaf_index: i, event_id: id, detail: `event ${id} was signed at sequence number ${from + 1} and now sits at ${i + 1}` });
+    else if (foundElsewhere.has(i)) findings.push({ kind: 'inserted', leaf_index: i, event_id: id, detail: `event ${id} was never signed: it was inserted at sequence number ${i + 1}` });
     else {
       editedAt.add(i);
-      findings.push({ kind: 'edited', leaf_index: i, event_id: id, detail: `event ${id} at leaf ${i} is not the event that was signed there: edited` });
+      findings.push({ kind: 'edited', leaf_index: i, event_id: id, detail: `event ${id} at sequence number ${i + 1} is not the event that was signed there: edited` });
     }
   }
   // A gone event is explained only by a later prune or erasure entry that the log's policy entries allow.
@@ -212,11 +212,11 @@ export async function auditLog(store: TenantLedgerStore, verifier: Verifier | nu
     if (foundElsewhere.has(i) || editedAt.has(i)) continue;
     // Its number holds nothing, or an event moved there from another place: either way not a tombstone.
     const by = differing.get(i) === undefined ? authority.authority(i + 1) : null;
-    findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone and its number holds no tombstone, ${by ? `though the ${by.kind === 'pruned' ? 'prune' : 'erasure'} entry at sequence number ${by.by} covers it: deleted outside the service` : 'missing without authority (no valid prune or erasure entry covers it)'}` });
+    findings.push({ kind: 'deleted', leaf_index: i, detail: `sequence number ${i + 1}: the event signed there is gone and its number holds no tombstone, ${by ? `though the ${by.kind === 'pruned' ? 'prune' : 'erasure'} entry at sequence number ${by.by} covers it: deleted outside the service` : 'missing without authority (no valid prune or erasure entry covers it)'}` });
   }
   for (const [i, tombstone] of tombstones) {
     const by = authority.authority(i + 1);
-    if (!by) findings.push({ kind: 'deleted', leaf_index: i, detail: `leaf ${i} (sequence number ${i + 1}): the event signed there is gone, missing without authority (no valid prune or erasure entry covers it)` });
+    if (!by) findings.push({ kind: 'deleted', leaf_index: i, detail: `sequence number ${i + 1}: the event signed there is gone, missing without authority (no valid prune or erasure entry covers it)` });
     else {
       // A prune run again after a crash covers a number twice: the tombstone names one of the entries.
       if (tombstone.by === null || !authority.removedBy(i + 1, tombstone.by, tombstone.kind as 'pruned' | 'erased')) {

@@ -88,8 +88,12 @@ export interface LedgerOptions {
   logsPerRound?: number;
 }
 
-/** What a write answers about each event: its place in the log and the hash the leaf commits to. */
+/**
+ * What a write answers about each event: its sequence number (what people are shown), its leaf index
+ * (seq − 1, the tree position proofs use) and the hash the leaf commits to.
+ */
 export interface Receipt extends EventHashes {
+  seq: number;
   leaf_index: number;
 }
 
@@ -292,7 +296,7 @@ export class LedgerIntegrator {
    */
   receipt(doc: EventDoc): Receipt {
     const known = this.logs.get(doc.tenant)?.pending.get(doc.seq);
-    return { leaf_index: doc.seq - 1, ...(known !== undefined && typeof known !== 'string' ? known : eventHashesOfDoc(doc)) };
+    return { seq: doc.seq, leaf_index: doc.seq - 1, ...(known !== undefined && typeof known !== 'string' ? known : eventHashesOfDoc(doc)) };
   }
 
   /**

@@ -9,11 +9,11 @@ import { apiKeyView, type ApiKeyRepository, type ApiKeyView } from '../db/apiKey
 import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
 import { actorOf, type SelfAudit } from './selfAudit';
 
-export const ZApiKeyName = text().trim().min(1, 'Name is required').max(100, 'Name must be at most 100 characters');
+export const ZApiKeyName = text().trim().min(1).max(100);
 export const ZCreateApiKeyInput = z.strictObject({
   name: ZApiKeyName,
   /** What the key may do; absent: DEFAULT_SCOPES (never `retention:manage`, which only an owner grants). */
-  scopes: z.array(z.enum(SCOPES)).min(1, 'Choose at least one scope').optional(),
+  scopes: z.array(z.enum(SCOPES)).min(1).optional(),
 });
 export const ZRevokeApiKeyInput = z.strictObject({ id: text().min(1).max(100) });
 

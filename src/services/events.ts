@@ -19,7 +19,7 @@ export const DEFAULT_PAGE_SIZE = 50;
 
 /** The 400 of a batch with more than BATCH_MAX_EVENTS events. */
 export function tooManyEvents(limit: number): AppError {
-  return new AppError('VALIDATION_FAILED', `Invalid request: events must hold at most ${limit} events`, { fields: ['events'] });
+  return new AppError('VALIDATION_FAILED', `Invalid request: events must have at most ${limit} item${limit === 1 ? '' : 's'}`, { fields: ['events'] });
 }
 
 /** The shared filters as a query; the schema parsed the bounds, their order is checked here. */
@@ -109,7 +109,7 @@ export class EventService {
   }
 
   private receiptOf(doc: StoredEvent): TCreateEventOutput['ledger'] {
-    return isTombstone(doc) ? { leaf_index: doc.seq - 1, removed: true } : this.ledger.receipt(doc);
+    return isTombstone(doc) ? { seq: doc.seq, leaf_index: doc.seq - 1, removed: true } : this.ledger.receipt(doc);
   }
 
   private store(principal: ApiKeyPrincipal, kind: WriteKind, contents: EventContent[], key: string | undefined): Promise<Written> {

@@ -82,7 +82,7 @@ export class LedgerService {
     let chosen: LedgerCheckpointDoc | null;
     if (size !== undefined) {
       chosen = await this.signedOfSize(installation, size, 'installation_size');
-      if (chosen.size <= entry._id) throw new AppError('VALIDATION_FAILED', `Invalid request: the installation tree of size ${size} does not include this checkpoint (entry ${entry._id})`, { fields: ['installation_size'] });
+      if (chosen.size <= entry._id) throw new AppError('VALIDATION_FAILED', `Invalid request: installation_size must be larger than ${entry._id}: the installation tree of size ${size} does not include this checkpoint`, { fields: ['installation_size'] });
     } else {
       if (witnessed === undefined) witnessed = (await this.witnesses?.newestWitnessed()) ?? null;
       chosen = witnessed && witnessed.checkpoint.size > entry._id ? witnessed.checkpoint : await installation.covering(entry._id);
@@ -159,7 +159,7 @@ export class LedgerService {
       : newest && newest.size > index ? newest : await log.covering(index);
     if (!checkpoint) throw noCheckpoint('No checkpoint includes this event yet; retry in a second');
     if (checkpoint.size <= index) {
-      throw new AppError('VALIDATION_FAILED', `Invalid request: the tree of size ${checkpoint.size} does not include this event (leaf ${index})`, { fields: ['tree_size'] });
+      throw new AppError('VALIDATION_FAILED', `Invalid request: tree_size must be larger than ${index}: the tree of size ${checkpoint.size} does not include this event`, { fields: ['tree_size'] });
     }
     const hashes = eventHashesOfDoc(doc);
     const path = await log.inclusion(index, checkpoint.size);
@@ -248,7 +248,7 @@ export class LedgerService {
     const log = this.ledger.of(principal.tenant);
     const target = to === undefined ? await log.newest() : await this.signedOfSize(log, to, 'to');
     if (!target) throw noCheckpoint('No checkpoint yet: the organization has no events');
-    if (from > target.size) throw new AppError('VALIDATION_FAILED', `Invalid request: from (${from}) must not be larger than to (${target.size})`, { fields: ['from'] });
+    if (from > target.size) throw new AppError('VALIDATION_FAILED', `Invalid request: from must be at most ${target.size}, the size of the tree it is proven consistent with`, { fields: ['from'] });
     const proof = await log.consistency(from, target.size);
     return { from, to: target.size, proof: proof.map(b64), checkpoint: target.note };
   }

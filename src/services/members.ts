@@ -10,10 +10,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ZNewPassword } from '../domain/account';
-import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
+import { hashSessionToken, looksLikeSessionToken, ZNewPassword } from '../domain/account';
+import { AppError, ACCOUNT_MESSAGES, type TSessionEnded } from '../domain/errors';
 import { canManage, INVITATION_TTL_MS, type Role, type TInvitation, type TMember } from '../domain/roles';
 import type { Clock } from '../domain/time';
+import { fieldValidationError } from '../domain/validation';
 import type { InvitationDoc, MemberDoc } from '../db/documents';
 import type { InvitationRepository } from '../db/invitationRepository';
 import type { MemberRepository } from '../db/memberRepository';
@@ -139,10 +140,22 @@ export class MemberService {
       await this.members.restore(target);
       throw new AppError('LAST_OWNER', ACCOUNT_MESSAGES.lastOwner);
     }
-    await this.sessions.deleteFor(accountId, principal.tenant);
+    await this.sessions.endFor(accountId, principal.tenant, { reason: self ? 'left' : 'removed', org_id: principal.tenant, by_role: principal.role, at: this.clock.now() });
     const action = self ? 'audit_ledger.member.left' : 'audit_ledger.member.removed';
     await this.audit.record(principal.tenant, actorOf(principal), action, { type: 'member', id: accountId, name: target.email }, { role: target.role });
     return { removed: true };
+  }
+
+  /**
+   * Why a session cookie no longer signs in, when a membership change ended it: what the refused
+   * person is told (the organization they were in, and who ended it, by role). Null for any other end.
+   */
+  async sessionEnd(token: string | undefined): Promise<TSessionEnded | null> {
+    if (!token || !looksLikeSessionToken(token)) return null;
+    const end = await this.sessions.endOf(hashSessionToken(token), this.clock.now());
+    if (!end) return null;
+    const org = await this.orgs.get(end.org_id);
+    return { reason: end.reason, organization: org?.name ?? end.org_id, by_role: end.by_role };
   }
 
   private async target(principal: SessionPrincipal, accountId: string): Promise<MemberDoc> {
@@ -162,7 +175,7 @@ export class MemberService {
 
 function checkedNewPassword(password: string): string {
   const parsed = ZNewPassword.safeParse(password);
-  if (!parsed.success) throw new AppError('VALIDATION_FAILED', parsed.error.issues[0]?.message ?? 'Invalid password', { fields: ['password'] });
+  if (!parsed.success) throw fieldValidationError('password', parsed.error.issues);
   return parsed.data;
 }
 

@@ -117,9 +117,9 @@ export class RetentionService {
   /** Records a new policy: a shorter one (or the first) takes effect after the notice period, a longer one now. */
   async setPolicy(principal: RetentionPrincipal, days: number | null): Promise<TRetentionView> {
     const { minDays, maxDays, noticeDays } = this.options;
-    if (days === null && maxDays !== null) throw invalid(`Invalid request: this installation keeps events at most ${maxDays} days; choose a number of days`);
+    if (days === null && maxDays !== null) throw invalid(`Invalid request: this installation keeps events for at most ${maxDays} days, so choose a number of days`);
     if (days !== null && (days < minDays || (maxDays !== null && days > maxDays))) {
-      throw invalid(`Invalid request: days must be between ${minDays} and ${maxDays ?? 'any number'} on this installation`);
+      throw invalid(`Invalid request: days must be ${maxDays === null ? `at least ${minDays}` : `a whole number between ${minDays} and ${maxDays}`}`);
     }
     const tenant = principal.tenant;
     const now = this.clock.now();

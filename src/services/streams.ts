@@ -33,7 +33,7 @@ export class StreamService {
     const { destination, secrets } = splitSecrets(input.destination);
     const url = input.destination.type === 's3' ? input.destination.endpoint : input.destination.url;
     const problem = url === undefined ? null : this.deliverer.http.problemWith(url);
-    if (problem) throw new AppError('VALIDATION_FAILED', `destination.${input.destination.type === 's3' ? 'endpoint' : 'url'} ${problem}`, { fields: [`destination.${input.destination.type === 's3' ? 'endpoint' : 'url'}`] });
+    if (problem) throw new AppError('VALIDATION_FAILED', `Invalid request: destination.${input.destination.type === 's3' ? 'endpoint' : 'url'} ${problem}`, { fields: [`destination.${input.destination.type === 's3' ? 'endpoint' : 'url'}`] });
     const signingSecret = input.destination.type === 'webhook' ? newWebhookSecret() : null;
     if (signingSecret) secrets.signing_secret = signingSecret;
     const id = randomUUID();
@@ -85,7 +85,27 @@ export class StreamService {
     return { deleted: true };
   }
 
-  /** Sends one test item (not an event of the log) to the destination now, and says what it answered: its HTTP status whenever it answered, 2xx included. */
+  /**
+   * Makes a failing stream try its destination now instead of waiting out its backoff: the instance
+   * delivering it answers at once when it is this one, else at its next scan (a few seconds). The stream's
+   * state then follows that attempt. A paused stream stays paused (resume it); one not failing has no
+   * wait to end.
+   */
+  async retryNow(principal: Principal, id: string): Promise<TStream> {
+    const at = this.clock.now();
+    const doc = await this.store.forTenant(principal.tenant).requestRetry(id, at);
+    if (!doc) throw notFound();
+    this.deliverer.retryNow(id, at);
+    void this.deliverer.scan();
+    return (await this.views(principal.tenant, [doc]))[0] as TStream;
+  }
+
+  /**
+   * Sends one test item (not an event of the log) to the destination now, and says what it answered: its
+   * HTTP status whenever it answered, 2xx included. A test is not a delivery, so it does not change the
+   * stream's state; when it is acknowledged, a failing stream is retried now (as retryNow), and that
+   * attempt with the real events decides.
+   */
   async test(principal: Principal, id: string): Promise<TStreamTestResult> {
     const doc = await this.store.forTenant(principal.tenant).get(id);
     if (!doc) throw notFound();
@@ -93,10 +113,12 @@ export class StreamService {
     const item = { test: true, stream_id: doc._id, message: 'Audit Ledger test delivery: not an event of the log', sent_at: now.toISOString() };
     try {
       const status = await this.deliverer.send(this.deliverer.destination(doc), { streamId: doc._id, tenant: doc.tenant, first: 0, last: 0, items: [JSON.stringify(item)], times: [now.getTime()], receivedAt: now, checkpoint: null });
-      return { ok: true, status, error: null };
+      const failing = !doc.paused && ((await this.store.forTenant(principal.tenant).progress([doc._id])).get(doc._id)?.failing_since ?? null) !== null;
+      if (failing) await this.retryNow(principal, id);
+      return { ok: true, status, error: null, retrying: failing };
     } catch (error) {
       const failure = error instanceof DeliveryError ? error : new DeliveryError(error instanceof Error ? error.message : String(error));
-      return { ok: false, status: failure.status, error: failure.message };
+      return { ok: false, status: failure.status, error: failure.message, retrying: false };
     }
   }
 
@@ -110,7 +132,9 @@ export class StreamService {
       const delivered = p?.delivered_seq ?? doc.start_seq - 1;
       const lag = Math.max(0, newest - delivered);
       const oldest = lag > 0 ? await streams.eventAt(delivered + 1) : null;
-      const state: StreamState = doc.paused ? 'paused' : p?.failing ? 'failing' : 'active';
+      // Failing from the first failed attempt: a person looking should not see green while every delivery is refused.
+      const failing = (p?.failing_since ?? null) !== null;
+      const state: StreamState = doc.paused ? 'paused' : failing ? 'failing' : 'active';
       return {
         id: doc._id,
         name: doc.name,
@@ -122,8 +146,10 @@ export class StreamService {
         lag_events: lag,
         lag_seconds: oldest ? Math.max(0, (now.getTime() - oldest.received_at.getTime()) / 1000) : null,
         last_delivery_at: p?.last_delivery_at?.toISOString() ?? null,
-        last_error: p?.last_error ?? null,
+        last_error: failing ? (p?.last_error ?? null) : null,
+        last_error_at: failing ? (p?.last_error_at?.toISOString() ?? null) : null,
         failing_since: p?.failing_since?.toISOString() ?? null,
+        next_attempt_at: failing && !doc.paused ? (p?.next_attempt_at?.toISOString() ?? null) : null,
         created_at: doc.created_at.toISOString(),
         history: (p?.history ?? []).map((h) => ({ minute: h.minute.toISOString(), delivered: h.delivered, failed: h.failed })),
       };

@@ -11,9 +11,10 @@
  * read and formatted, sent, and `delivered_seq` moves only once the destination acknowledged them. A
  * crash or a restart therefore resumes from the last acknowledged event and never skips one (at least
  * once; the event id is the receiver's key for dropping a repeat). A batch that fails is retried, the
- * same batch, with exponential backoff and full jitter (or what Retry-After asks); failing for longer
- * than the limit marks the stream failing, and it keeps retrying at the longest backoff and keeps its
- * place. When views of the live instances differ for a moment two instances may run one stream at once:
+ * same batch, with exponential backoff and full jitter (or what Retry-After asks); the stream is failing
+ * from the first failed attempt until one is acknowledged, and keeps its place; failing for longer than
+ * the limit counts in the `streams_failing` metric and is logged once. "Retry now" (the stream's
+ * `retry_requested_at`, seen at the next scan) ends the current backoff wait. When views of the live instances differ for a moment two instances may run one stream at once:
  * the receiver may then see a batch twice, never a gap.
  *
  * Bounded whatever the backlog: one batch per stream in memory, at most `concurrency` sends at once per
@@ -197,7 +198,11 @@ export class StreamDeliverer {
       }
     }
     for (const [id, doc] of wanted) {
-      if (this.runs.has(id)) continue;
+      const running = this.runs.get(id);
+      if (running) {
+        running.retryIfAsked(doc.retry_requested_at);
+        continue;
+      }
       const run = new StreamRun(doc, this, this.store, this.ledger, this.options, this.clock, this.log.child({ stream: id, tenant: doc.tenant }));
       this.runs.set(id, run);
       run.start();
@@ -227,6 +232,11 @@ export class StreamDeliverer {
     }
   }
 
+  /** Ends the backoff wait of a stream run here now (the API calls it on "Retry now"; other instances see the request at their next scan). */
+  retryNow(id: string, requestedAt: Date): void {
+    this.runs.get(id)?.retryIfAsked(requestedAt);
+  }
+
   /** A run ended by itself (the stream was deleted): forget it, so a later scan may start it again. */
   ended(id: string, run: StreamRun): void {
     if (this.runs.get(id) === run) this.runs.delete(id);
@@ -240,6 +250,10 @@ class StreamRun {
   private stopped = false;
   private wake: (() => void) | null = null;
   private done: Promise<void> = Promise.resolve();
+  /** The newest retry request this run has answered: an older one (seen again at each scan) does nothing. */
+  private retryAnswered: number;
+  /** Whether the run is waiting out a backoff (not polling for new events). */
+  private backingOff = false;
 
   constructor(
     private readonly doc: StreamDoc,
@@ -249,7 +263,19 @@ class StreamRun {
     private readonly options: StreamOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.retryAnswered = doc.retry_requested_at?.getTime() ?? 0;
+  }
+
+  /** A retry request newer than the last one answered ends the backoff wait now: the batch is sent again at once. */
+  retryIfAsked(requestedAt: Date | undefined): void {
+    if (!requestedAt || requestedAt.getTime() <= this.retryAnswered) return;
+    this.retryAnswered = requestedAt.getTime();
+    if (this.backingOff) {
+      this.log.info('stream retried now, as asked');
+      this.wake?.();
+    }
+  }
 
   start(): void {
     this.done = this.loop().catch((error: unknown) => {
@@ -279,7 +305,7 @@ class StreamRun {
     } catch (error) {
       this.log.error({ error: String(error) }, 'cannot open the stream\'s destination');
       const progress = await this.load();
-      await this.failed(progress, toDeliveryError(error), 1);
+      await this.failed(progress, toDeliveryError(error), 1, this.options.maxBackoffMs);
       await this.sleep(this.options.maxBackoffMs);
       return;
     }
@@ -322,9 +348,12 @@ class StreamRun {
         const failure = toDeliveryError(error);
         failures++;
         this.owner.stats.failures++;
-        progress = await this.failed(progress, failure, failures);
         const backoff = backoffMs(failures, this.options.maxBackoffMs);
-        await this.sleep(Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(this.options.maxBackoffMs, failure.retryAfterMs ?? 0)));
+        const wait = Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(this.options.maxBackoffMs, failure.retryAfterMs ?? 0));
+        progress = await this.failed(progress, failure, failures, wait);
+        this.backingOff = true;
+        await this.sleep(wait);
+        this.backingOff = false;
         continue;
       }
       if (batch.stale) {
@@ -385,18 +414,21 @@ class StreamRun {
 
   private async delivered(progress: StreamProgressDoc, batch: DeliveryBatch): Promise<StreamProgressDoc> {
     const now = this.clock.now();
-    const next: StreamProgressDoc = { ...progress, delivered_seq: batch.last, last_delivery_at: now, failing_since: null, failing: false, history: bump(progress.history, now, batch.items.length, 0) };
+    // Recovered: the error that was is in the history's failed attempts, no longer shown as the stream's.
+    const next: StreamProgressDoc = { ...progress, delivered_seq: batch.last, last_delivery_at: now, last_error: null, last_error_at: null, failing_since: null, next_attempt_at: null, failing: false, history: bump(progress.history, now, batch.items.length, 0) };
     await this.save(next);
     return next;
   }
 
-  private async failed(progress: StreamProgressDoc, failure: DeliveryError, failures: number): Promise<StreamProgressDoc> {
+  private async failed(progress: StreamProgressDoc, failure: DeliveryError, failures: number, waitMs: number): Promise<StreamProgressDoc> {
     const now = this.clock.now();
     const since = progress.failing_since ?? now;
     const next: StreamProgressDoc = {
       ...progress,
-      last_error: `${now.toISOString()} ${failure.message}`.slice(0, 500),
+      last_error: failure.message.slice(0, 500),
+      last_error_at: now,
       failing_since: since,
+      next_attempt_at: new Date(now.getTime() + waitMs),
       failing: now.getTime() - since.getTime() >= this.options.failingAfterMs,
       history: bump(progress.history, now, 0, 1),
     };

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
+import { ACCOUNT_MESSAGES, AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
 import type { ApiKeyPrincipal, SessionPrincipal, ViewerPrincipal } from '../services/auth';
 import { can, type Permission } from '../domain/roles';
 import type { Scope } from '../domain/apiKey';
@@ -32,7 +32,14 @@ const t = initTRPC
       return {
         message: app.message,
         code: shape.code,
-        data: { code: ERROR_CODES[app.code].trpc, appCode: app.code, httpStatus: app.status, path: shape.data.path, fields: app.details.fields },
+        data: {
+          code: ERROR_CODES[app.code].trpc,
+          appCode: app.code,
+          httpStatus: app.status,
+          path: shape.data.path,
+          fields: app.details.fields,
+          ...(app.details.sessionEnded ? { sessionEnded: app.details.sessionEnded } : {}),
+        },
       };
     },
   });
@@ -91,7 +98,12 @@ export const unbatched = t.middleware(({ ctx, next }) => {
  * session), at most as many calls per session as an API key may make requests.
  */
 export const sessionProcedure = webProcedure.use(async ({ ctx, meta, next }) => {
-  const principal: SessionPrincipal = await ctx.services.accounts.requireSession(ctx.web.cookies.token);
+  const principal: SessionPrincipal | null = await ctx.services.accounts.authenticate(ctx.web.cookies.token);
+  if (!principal) {
+    // Same code and message as any ended session; a removed member's dashboard is also told why.
+    const ended = await ctx.services.members.sessionEnd(ctx.web.cookies.token);
+    throw new AppError('NOT_SIGNED_IN', ACCOUNT_MESSAGES.notSignedIn, ended ? { sessionEnded: ended } : {});
+  }
   requirePermission(principal, meta?.permission);
   const verdict = ctx.services.sessionRate.take(principal.sessionHash, Date.now());
   if (!verdict.allowed) {

@@ -8,7 +8,7 @@ import { listEvents } from './events/list';
 import { router } from './init';
 import { eventProof, ledgerCheckpoint, ledgerConsistency, ledgerKey } from './ledger/procedures';
 import { mintViewerToken, viewerRouter } from './viewer/procedures';
-import { createStream, deleteStream, getStream, listStreams, pauseStream, resumeStream, testStream } from './streams/procedures';
+import { createStream, deleteStream, getStream, listStreams, pauseStream, resumeStream, retryStream, testStream } from './streams/procedures';
 import { eraseEvents, listHolds, placeHold, releaseHold, retentionPolicy, setRetentionPolicy } from './retention/procedures';
 
 export const appRouter = router({
@@ -32,6 +32,7 @@ export const appRouter = router({
     pause: pauseStream,
     resume: resumeStream,
     test: testStream,
+    retry: retryStream,
     delete: deleteStream,
   }),
   viewerTokens: router({ create: mintViewerToken }),

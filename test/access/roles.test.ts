@@ -63,6 +63,7 @@ const INPUTS: Record<string, unknown> = {
   'dashboard.streams.pause': { id: randomUUID() },
   'dashboard.streams.resume': { id: randomUUID() },
   'dashboard.streams.test': { id: randomUUID() },
+  'dashboard.streams.retry': { id: randomUUID() },
   'dashboard.streams.remove': { id: randomUUID() },
   'dashboard.ledger.summary': undefined,
   'dashboard.ledger.consistency': { from: 1 },
@@ -182,7 +183,8 @@ test('invitations: single use (also when two accept at once), bound to their ema
   await owner.client.dashboard.members.revokeInvitation.mutate({ id: second.id });
   expect(await failure(new WebSession(app.url).client.account.invitation.query({ token: second.token }))).toMatchObject({ status: 404, code: 'INVITATION_NOT_FOUND' });
   // A malformed link is a 400, never a lookup.
-  expect((await new WebSession(app.url).raw('account.invitation', { token: 'nope' }, { method: 'GET' })).status).toBe(400);
+  const malformed = await new WebSession(app.url).raw('account.invitation', { token: 'nope' }, { method: 'GET' });
+  expect({ status: malformed.status, message: (malformed.body as { error?: { message?: string } }).error?.message }).toEqual({ status: 400, message: 'Invalid request: token is not a valid invitation link' });
 });
 
 test('an invitation expires after 7 days; an existing account joins with its password and switches between its organizations', async () => {

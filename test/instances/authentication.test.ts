@@ -84,7 +84,7 @@ test('an authenticated forward is still validated like a public request: metadat
   expect(JSON.parse(intoOther.text)).toEqual({ results: [{ error: { code: 'INVALID_API_KEY', message: 'Invalid API key' } }] });
   // A cap exemption no idempotency claim backs.
   const exempt = await send([draft(org, { idempotency_key: 'never-claimed' })], true);
-  expect((JSON.parse(exempt.text) as { results: { error: { code: string } }[] }).results[0]?.error.code).toBe('VALIDATION_FAILED');
+  expect((JSON.parse(exempt.text) as { results: { error: unknown }[] }).results[0]?.error).toEqual({ code: 'VALIDATION_FAILED', message: 'Invalid request: the cap exemption is not backed by an idempotency claim' });
   expect(await app.collections.events.countDocuments({ tenant: { $in: [org.id, other.id] } })).toBe(0);
 
   // The organization still gets checkpoints and list answers.

@@ -34,7 +34,7 @@ describe('in one process', () => {
     const single = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ metadata: { z: 1, a: 'é' } }) });
     const salt = single.body.ledger.salt;
     expect(salt).toMatch(/^[0-9a-f]{64}$/);
-    expect(single.body.ledger).toEqual({ leaf_index: 0, event_sha256: eventSha256(hashInputOfEvent(single.body.event)), salt, event_commitment: eventCommitment(hashInputOfEvent(single.body.event), salt) });
+    expect(single.body.ledger).toEqual({ seq: 1, leaf_index: 0, event_sha256: eventSha256(hashInputOfEvent(single.body.event)), salt, event_commitment: eventCommitment(hashInputOfEvent(single.body.event), salt) });
     const batch = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events: Array.from({ length: 300 }, (_, i) => eventBody({ actor: { id: `l${i}` } })) } });
     expect(batch.body.ledger.map((r: { leaf_index: number }) => r.leaf_index)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
     const events = [single.body.event, ...batch.body.events];
@@ -79,7 +79,7 @@ describe('in one process', () => {
     expect(written.status).toBe(201);
     const receipts = written.body.events.map((event: TEvent, i: number) => {
       const salt = written.body.ledger[i].salt as string;
-      return { leaf_index: i, event_sha256: eventSha256(hashInputOfEvent(event)), salt, event_commitment: eventCommitment(hashInputOfEvent(event), salt) };
+      return { seq: i + 1, leaf_index: i, event_sha256: eventSha256(hashInputOfEvent(event)), salt, event_commitment: eventCommitment(hashInputOfEvent(event), salt) };
     });
     expect(written.body.ledger).toEqual(receipts);
     // At once (the hashes still wait for integration in this process), then once a checkpoint covers them.
@@ -99,7 +99,11 @@ describe('in one process', () => {
     expect((await call(`${app.url}/v1/events/${created.body.event.id}/proof?tree_size=7`, { key: a.key })).body.code).toBe('CHECKPOINT_NOT_FOUND');
     const proof = await call(`${app.url}/v1/events/${created.body.event.id}/proof`, { key: a.key });
     expect((await verifiedCheckpoint(app.url, a, proof.body.checkpoint)).origin).toBe(`ledger.test/${a.id}`);
-    expect((await call(`${app.url}/v1/ledger/consistency?from=5`, { key: a.key })).status).toBe(400);
+    const tooFar = await call(`${app.url}/v1/ledger/consistency?from=5`, { key: a.key });
+    expect({ status: tooFar.status, body: tooFar.body }).toEqual({
+      status: 400,
+      body: { code: 'VALIDATION_FAILED', message: expect.stringMatching(/^Invalid request: from must be at most [1-4], the size of the tree it is proven consistent with$/), fields: ['from'] },
+    });
   });
 
   test('the newest checkpoint is found through the log\'s head; a head left behind or missing is put right', async () => {

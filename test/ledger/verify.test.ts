@@ -57,8 +57,8 @@ test('a real export verifies; every kind of change fails, naming the event', asy
   const events = JSON.parse(readFileSync(files.events, 'utf8')) as { id: string }[];
   const [first, second, third] = events as [{ id: string }, { id: string }, { id: string }];
   const cases: [string, (e: any[]) => void, RegExp][] = [
-    ['field', (e) => { e[1].action = 'user.deleted'; }, new RegExp(`FAIL {2}event ${second.id}: not leaf`)],
-    ['metadata', (e) => { e[2].metadata.i = 999; }, new RegExp(`FAIL {2}event ${third.id}: not leaf`)],
+    ['field', (e) => { e[1].action = 'user.deleted'; }, new RegExp(`FAIL {2}event ${second.id}: not sequence number`)],
+    ['metadata', (e) => { e[2].metadata.i = 999; }, new RegExp(`FAIL {2}event ${third.id}: not sequence number`)],
     ['removed', (e) => { e.splice(1, 1); }, new RegExp(`FAIL {2}event ${second.id}: proven in the sidecar but missing from the export`)],
     ['added', (e) => { e.unshift({ ...e[0], id: '0190c8e4-0000-7000-8000-00000000abcd', timestamp: '2099-01-01T00:00:00.000Z' }); }, /FAIL {2}event 0190c8e4-0000-7000-8000-00000000abcd: no proof/],
     ['reordered', (e) => { [e[0], e[1]] = [e[1], e[0]]; }, new RegExp(`FAIL {2}event ${first.id}: out of the export's order`)],
@@ -78,7 +78,7 @@ test('a real export verifies; every kind of change fails, naming the event', asy
   writeFileSync(movedPath, JSON.stringify(sidecar));
   const result = await verify({ events: files.events, proofs: movedPath });
   expect(result.code).toBe(1);
-  expect(result.stdout).toMatch(new RegExp(`FAIL {2}event ${first.id}: (not leaf|claims leaf)`));
+  expect(result.stdout).toMatch(new RegExp(`FAIL {2}event ${first.id}: (not sequence number|claims sequence number)`));
   // Another key did not sign it.
   const otherKey = await runCli(['verify', '--verifier-key', 'someone.else+12345678+AeEEaVqZ5nXXp0wCPsJKsNfTS6hCHVo/ReXWQGAIAaCq', '--events', files.events, '--proofs', files.proofs], {});
   expect(otherKey.code).toBe(1);

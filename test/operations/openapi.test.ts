@@ -32,6 +32,7 @@ test('it describes every /v1 operation with the spec statuses', () => {
     'POST /streams/{id}/pause': ['200', '400', '401', '403', '404', '500'],
     'POST /streams/{id}/resume': ['200', '400', '401', '403', '404', '500'],
     'POST /streams/{id}/test': ['200', '400', '401', '403', '404', '500'],
+    'POST /streams/{id}/retry': ['200', '400', '401', '403', '404', '500'],
     'POST /viewer-tokens': ['201', '400', '401', '403', '413', '415', '500', '503'],
     'GET /retention': ['200', '401', '403', '500'],
     'PUT /retention/policy': ['200', '400', '401', '403', '413', '415', '500'],

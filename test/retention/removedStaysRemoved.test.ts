@@ -125,7 +125,7 @@ test('an Idempotency-Key replayed after its events were erased answers them as r
   expect((again.body.events as { id: string }[]).map((event) => event.id)).toEqual(ids);
   const entry = (await app.collections.events.findOne({ tenant: org.id, action: RETENTION_ACTIONS.erased, api_key_id: SELF_AUDIT_KEY_ID }))?.seq;
   expect(again.body.events.slice(0, 2)).toEqual([0, 1].map((i) => ({ id: ids[i], removed: 'erased', removed_by: entry })));
-  expect(again.body.ledger.slice(0, 2)).toEqual([0, 1].map((i) => ({ leaf_index: (first.body.ledger[i] as { leaf_index: number }).leaf_index, removed: true })));
+  expect(again.body.ledger.slice(0, 2)).toEqual([0, 1].map((i) => ({ seq: (first.body.ledger[i] as { seq: number }).seq, leaf_index: (first.body.ledger[i] as { leaf_index: number }).leaf_index, removed: true })));
   expect(again.body.events[2]).toMatchObject({ id: ids[2], actor_id: 'other' });
   expect(again.text).not.toContain('subject@example.com');
   // Nothing stored: the same numbers, the same ids.

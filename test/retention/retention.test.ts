@@ -103,7 +103,7 @@ test('pruning by time: the policy takes effect after its notice, the job prunes 
   const { owner, email, org } = await ownedOrg();
   const old = await write(org, 60);
   // Outside the installation's bounds: refused.
-  expect(await failure(owner.client.dashboard.retention.setPolicy.mutate({ days: 5 }))).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
+  expect(await failure(owner.client.dashboard.retention.setPolicy.mutate({ days: 5 }))).toEqual({ status: 400, code: 'VALIDATION_FAILED', message: 'Invalid request: days must be at least 30' });
   // The first policy is shorter than "for ever": it waits for the 7 days' notice.
   const set = await owner.client.dashboard.retention.setPolicy.mutate({ days: 30 });
   expect(set).toMatchObject({ days: null, pending: { days: 30, effective_at: new Date(now + 7 * DAY_MS).toISOString() }, notice_days: 7 });

@@ -59,7 +59,7 @@ test('three concurrent 5 MB batches of zeros each get a small 400 quickly, and /
   await poll;
   for (const answer of answers) {
     expect(answer.status).toBe(400);
-    expect(JSON.parse(answer.text)).toEqual({ code: 'VALIDATION_FAILED', message: 'Invalid request: events must hold at most 1000 events', fields: ['events'] });
+    expect(JSON.parse(answer.text)).toEqual({ code: 'VALIDATION_FAILED', message: 'Invalid request: events must have at most 1000 items', fields: ['events'] });
     expect(answer.text.length).toBeLessThan(200);
   }
   // Figures for the issue's note (no timing assertion: the machines are shared).

@@ -178,7 +178,8 @@ test('the test delivery says what the destination answered', async () => {
   const { id, receiver } = await webhookStream(org);
   const ok = await call(`${app.url}/v1/streams/${id}/test`, { key: org.key, body: {} });
   // The destination's HTTP status whenever it answered, a 2xx included (openapi.json's `status`).
-  expect(ok.body).toEqual({ ok: true, status: 200, error: null });
+  // `retrying` depends on whether an attempt was refused before the test (the secret is known only after creation): test/streams/retry.test.ts covers it.
+  expect(ok.body).toMatchObject({ ok: true, status: 200, error: null });
   expect((JSON.parse(receiver.accepted[0]?.body ?? '[]') as unknown[])[0]).toMatchObject({ test: true, stream_id: id });
   receiver.mode = { kind: 'status', status: 401 };
   const refused = await call(`${app.url}/v1/streams/${id}/test`, { key: org.key, body: {} });

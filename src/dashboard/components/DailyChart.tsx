@@ -1,5 +1,5 @@
 /** Events received per day as an SVG bar chart; every bar has a tooltip, and the whole has a text summary. */
-import { formatNumber } from '../lib/format';
+import { formatNumber, formatUtcDay, plural } from '../lib/format';
 
 export function DailyChart({ days }: { days: { date: string; count: number }[] }) {
   const max = Math.max(1, ...days.map((d) => d.count));
@@ -8,7 +8,7 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
   const height = 180;
   const gap = 4;
   const barWidth = (width - gap * (days.length - 1)) / days.length;
-  const label = (date: string) => new Date(`${date}T00:00:00Z`).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+  const label = formatUtcDay;
   return (
     <figure className="daily-chart">
       <svg viewBox={`0 -30 ${width} ${height + 60}`} role="img" aria-label={`Events per day, last ${days.length} days: ${formatNumber(total)} in all, at most ${formatNumber(max)} in one day`}>
@@ -19,12 +19,12 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
           const h = d.count === 0 ? 0 : Math.max(2, (d.count / max) * height);
           return (
             <rect key={d.date} x={i * (barWidth + gap)} y={height - h} width={barWidth} height={h} rx={2} className="bar">
-              <title>{`${label(d.date)}: ${formatNumber(d.count)} events`}</title>
+              <title>{`${label(d.date)}: ${plural(d.count, 'event')}`}</title>
             </rect>
           );
         })}
         <text x={0} y={-10} className="axis">
-          {formatNumber(max)} events
+          {plural(max, 'event')}
         </text>
         {days.map((d, i) => {
           // Weekly labels counted back from today, so today is always labelled; the last one is right-aligned.
@@ -42,7 +42,7 @@ export function DailyChart({ days }: { days: { date: string; count: number }[] }
         })}
       </svg>
       <figcaption className="muted">
-        {formatNumber(total)} events received in the last {days.length} days (UTC days); busiest day {formatNumber(total === 0 ? 0 : max)}.
+        {plural(total, 'event')} received in the last {plural(days.length, 'day')} (UTC days); busiest day {formatNumber(total === 0 ? 0 : max)}.
       </figcaption>
     </figure>
   );

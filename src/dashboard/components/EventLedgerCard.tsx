@@ -12,6 +12,16 @@ import { errorCode, trpc } from '../lib/trpc';
 import { ErrorState } from './States';
 import { CouldNotVerify, TrustVerdictNote } from './TrustVerdictNote';
 
+/**
+ * Up to this sequence number, an application's event gets a note on why it is not number 1: the
+ * organization's own records (its creation, its first keys) took the first numbers, which surprises
+ * people at their first event, not later.
+ */
+const EARLY_SEQ = 10;
+
+/** The service's own records (audit_ledger.*) are stored under this api_key_id. */
+const SERVICE_KEY_ID = 'audit_ledger';
+
 /** A new event's checkpoint is signed within a second or so: keep asking for a little while. */
 const waitingForCheckpoint = (count: number, error: unknown) => errorCode(error) === 'CHECKPOINT_NOT_FOUND' && count < 15;
 
@@ -24,6 +34,8 @@ export function EventLedgerCard({ event }: { event: TEvent }) {
     retryDelay: 1000,
   });
   const check = useEventCheck(event, proof.data, summary.data?.verifier_key);
+  // People are shown the sequence number (from 1); the leaf index (from 0) is the proofs' own.
+  const seq = proof.data ? proof.data.leaf_index + 1 : 0;
 
   return (
     <section className="card" data-testid="event-ledger">
@@ -37,8 +49,15 @@ export function EventLedgerCard({ event }: { event: TEvent }) {
       ) : (
         <>
           <p data-testid="event-checkpoint">
-            Leaf {formatNumber(proof.data.leaf_index)}, included in checkpoint {formatNumber(proof.data.tree_size)}
+            Sequence number {formatNumber(seq)}, included in checkpoint {formatNumber(proof.data.tree_size)}
           </p>
+          {seq > 1 && seq <= EARLY_SEQ && event.api_key_id !== SERVICE_KEY_ID && (
+            <p className="muted" data-testid="event-seq-note">
+              {seq === 2 ? 'Number 1' : `Numbers 1 to ${formatNumber(seq - 1)}`} went to this organization&apos;s earlier entries: the service&apos;s own
+              records (<code>audit_ledger.*</code>: the organization&apos;s creation, its API keys…) take numbers in the same
+              sequence as the events you send, so an organization&apos;s first event is rarely number 1.
+            </p>
+          )}
           {check.isPending ? (
             <p className="muted" role="status">Verifying in this browser…</p>
           ) : check.isError ? (
@@ -47,7 +66,7 @@ export function EventLedgerCard({ event }: { event: TEvent }) {
             <>
               {check.data.failures.length === 0 ? (
                 <ul className="checks" data-testid="event-proof-verified">
-                  <li className="pass">The event&apos;s SHA-256, recomputed here from the fields above, is leaf {formatNumber(proof.data.leaf_index)}</li>
+                  <li className="pass">The event&apos;s SHA-256, recomputed here from the fields above, is at sequence number {formatNumber(seq)} (leaf index {formatNumber(proof.data.leaf_index)} of the Merkle tree)</li>
                   <li className="pass">Its inclusion proof leads to the root of checkpoint {formatNumber(proof.data.tree_size)}</li>
                   <li className="pass">That checkpoint is signed (Ed25519) by the verifier key pinned in this browser</li>
                 </ul>

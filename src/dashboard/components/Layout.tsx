@@ -81,9 +81,9 @@ export function Layout() {
               </span>
             </div>
           )}
-          <div className="org">
+          <div className="org sidebar-badges">
             <span className="badge plan">{organization.plan} plan</span>
-            <span className="badge" data-testid="my-role">{role}</span>
+            <span className="badge role" title="Your role in this organization" data-testid="my-role">{role}</span>
           </div>
           {switchOrg.isError && (
             <p className="form-error" role="alert">

@@ -1,6 +1,6 @@
 /** What this browser's memory of the log says about a checkpoint: calm when it extends it, loud when not. */
 import type { TrustVerdict } from '../lib/ledgerTrust';
-import { formatNumber } from '../lib/format';
+import { formatDateTime, plural } from '../lib/format';
 
 export function TrustVerdictNote({ verdict }: { verdict: TrustVerdict }) {
   switch (verdict.kind) {
@@ -8,7 +8,7 @@ export function TrustVerdictNote({ verdict }: { verdict: TrustVerdict }) {
       return (
         <div className="callout danger loud" role="alert" data-testid="ledger-rewritten">
           <strong>The ledger was rewritten.</strong> This browser found that {verdict.reason}
-          {verdict.verifiedAt && <> (it verified the earlier one on {new Date(verdict.verifiedAt).toLocaleString()})</>}. Events it saw may have
+          {verdict.verifiedAt && <> (it verified the earlier one on {formatDateTime(verdict.verifiedAt)})</>}. Events it saw may have
           been changed or removed since. Keep this page, export the log and its proofs, and tell your security team.
         </div>
       );
@@ -31,13 +31,13 @@ export function TrustVerdictNote({ verdict }: { verdict: TrustVerdict }) {
     case 'extends':
       return (
         <p className="muted" data-testid="ledger-trust">
-          Extends the checkpoint of {formatNumber(verdict.from)} events this browser verified before: proven, nothing rewritten.
+          Extends the checkpoint of {plural(verdict.from, 'event')} this browser verified before: proven, nothing rewritten.
         </p>
       );
     case 'earlier':
       return (
         <p className="muted" data-testid="ledger-trust">
-          An earlier checkpoint than the one of {formatNumber(verdict.remembered)} events this browser verified, which extends it: proven.
+          An earlier checkpoint than the one of {plural(verdict.remembered, 'event')} this browser verified, which extends it: proven.
         </p>
       );
   }

@@ -1,4 +1,8 @@
-/** Dates and numbers as people read them: local time with the zone, grouped digits. */
+/**
+ * Dates and numbers as people read them, written one way across the dashboard and the hosted viewer:
+ * "Nov 26, 2026, 14:03:09" in the browser's time zone, "Nov 26, 2026" for a date alone, grouped digits.
+ * Every page formats through these (no toLocaleString of its own), so a date reads the same everywhere.
+ */
 const dateTime = new Intl.DateTimeFormat(undefined, {
   year: 'numeric',
   month: 'short',
@@ -7,14 +11,32 @@ const dateTime = new Intl.DateTimeFormat(undefined, {
   minute: '2-digit',
   second: '2-digit',
 });
+const dateOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+const utcDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
 const numberFormat = new Intl.NumberFormat();
 
-export function formatDateTime(iso: string): string {
-  return dateTime.format(new Date(iso));
+/** An instant (ISO 8601, epoch ms or a Date), local time with seconds. */
+export function formatDateTime(at: string | number | Date): string {
+  return dateTime.format(new Date(at));
+}
+
+/** An instant's local calendar date, without the time. */
+export function formatDate(at: string | number | Date): string {
+  return dateOnly.format(new Date(at));
+}
+
+/** A UTC calendar day given as YYYY-MM-DD (usage is counted in UTC days), as "Nov 26". */
+export function formatUtcDay(day: string): string {
+  return utcDay.format(new Date(`${day}T00:00:00Z`));
 }
 
 export function formatNumber(n: number): string {
   return numberFormat.format(n);
+}
+
+/** "1 event", "2 events", "1,204 entries": the count grouped, the noun agreeing (irregular plurals given). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatNumber(n)} ${n === 1 ? one : many}`;
 }
 
 /** "3 minutes ago" style, for last-used times. */

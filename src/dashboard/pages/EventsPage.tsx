@@ -16,7 +16,7 @@ import {
   type RangePreset,
   toApiFilters,
 } from '../lib/filters';
-import { formatDateTime, formatNumber, utcOffsetLabel } from '../lib/format';
+import { formatDateTime, plural, utcOffsetLabel } from '../lib/format';
 import { trpc } from '../lib/trpc';
 
 const PAGE_SIZE = 50;
@@ -130,11 +130,11 @@ export function EventsPage() {
         <p className="callout" data-testid="events-removed">
           {removed.pruned > 0 && (
             <>
-              {formatNumber(removed.pruned)} events received before {removed.pruned_before ? formatDateTime(removed.pruned_before) : 'the cutoff'} were pruned under the{' '}
+              {plural(removed.pruned, 'event')} received before {removed.pruned_before ? formatDateTime(removed.pruned_before) : 'the cutoff'} {removed.pruned === 1 ? 'was' : 'were'} pruned under the{' '}
               {removed.policy_days}-day retention policy.{' '}
             </>
           )}
-          {removed.erased > 0 && <>{formatNumber(removed.erased)} events were erased on request. </>}
+          {removed.erased > 0 && <>{plural(removed.erased, 'event')} {removed.erased === 1 ? 'was' : 'were'} erased on request. </>}
           They are not listed; each removal is an entry of the signed log (<Link to="/retention">Retention</Link>).
         </p>
       )}
@@ -199,7 +199,7 @@ export function EventsPage() {
             </div>
             <footer className="table-footer">
               <span className="muted">
-                {rows.length} event{rows.length === 1 ? '' : 's'} shown{events.hasNextPage ? ', more available' : ''}
+                {plural(rows.length, 'event')} shown{events.hasNextPage ? ', more available' : ''}
               </span>
               {events.hasNextPage && (
                 <button type="button" className="button secondary" onClick={() => void events.fetchNextPage()} disabled={events.isFetchingNextPage}>

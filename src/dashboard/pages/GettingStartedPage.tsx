@@ -1,10 +1,60 @@
-/** The first page of a new account: base URL, how to get a key, and a curl command that works as pasted. */
+/**
+ * The first page of a new account: base URL, how to get a key, and a curl command that works as pasted.
+ * A member who cannot make keys (auditor, viewer) gets what they can do instead: browse and check.
+ */
 import { Link } from 'react-router';
 import { CopyButton } from '../components/CopyButton';
+import { rolesWith } from '../components/NotForRole';
 import { curlExample } from '../lib/curlExample';
 import { useApiKeys, useLatestEvent } from '../lib/queries';
+import { useCan, useMe } from '../lib/session';
 
 export function GettingStartedPage() {
+  // Only those who may list keys ask for them: the others would get a refusal, not a page.
+  return useCan('keys:manage') ? <SetUpSteps /> : <ReaderSteps />;
+}
+
+/** For members who read: the events, the ledger, and who sets up keys. */
+function ReaderSteps() {
+  const role = useMe().data?.role;
+  const latest = useLatestEvent();
+  const count = latest.data?.data.length ?? 0;
+  const verifies = useCan('ledger:verify');
+  return (
+    <div className="page">
+      <header className="page-header">
+        <div>
+          <h1>Getting started</h1>
+          <p className="muted">
+            Your role is <strong>{role}</strong>: you can browse, search and export this organization&apos;s events and check its ledger. API keys and streams are set up by {rolesWith('keys:manage')}.
+          </p>
+        </div>
+      </header>
+      <ol className="steps">
+        <li className="step card">
+          <h2>Browse the events</h2>
+          <p>{count > 0 ? 'Filter by actor, action or date, open one to see what changed, and export what you find as CSV.' : 'No events yet: they appear here as soon as an application records them.'}</p>
+          <Link className="button primary" to="/events">
+            Open the events explorer
+          </Link>
+        </li>
+        <li className="step card">
+          <h2>Check the ledger</h2>
+          <p>
+            Every event is in a signed, append-only log. The ledger page shows its newest signed checkpoint, its witnesses and the key to verify an export offline with
+            {verifies ? '; each event page proves that event is in the log.' : '.'}
+          </p>
+          <Link className="button secondary" to="/ledger">
+            Open the ledger
+          </Link>
+        </li>
+      </ol>
+    </div>
+  );
+}
+
+/** For members who set up: a key, an event sent with it, the event found. */
+function SetUpSteps() {
   const baseUrl = window.location.origin;
   const keys = useApiKeys();
   const latest = useLatestEvent();

@@ -7,6 +7,7 @@ import { type SubmitEvent, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { AuthFrame } from '../components/AuthForm';
 import { FullPageLoading } from '../components/FullPageLoading';
+import { formatDateTime } from '../lib/format';
 import { ME_KEY, useMe } from '../lib/session';
 import { errorMessage, trpc } from '../lib/trpc';
 
@@ -45,7 +46,7 @@ export function InvitePage() {
   };
 
   return (
-    <AuthFrame title={`Join ${inv.organization.name}`} subtitle={`You are invited as ${inv.role}, as ${inv.email}.`} footer={`The link works once and expires at ${new Date(inv.expires_at).toLocaleString()}.`}>
+    <AuthFrame title={`Join ${inv.organization.name}`} subtitle={`You are invited as ${inv.role}, as ${inv.email}.`} footer={`The link works once and expires at ${formatDateTime(inv.expires_at)}.`}>
       {signedInAs === inv.email ? (
         <button type="button" className="button primary wide" onClick={() => accept.mutate(false)} disabled={accept.isPending}>
           {accept.isPending ? 'Joining…' : `Join as ${inv.email}`}

@@ -15,6 +15,13 @@ type Scope = KeyView['scopes'][number];
 const ALL_SCOPES: readonly Scope[] = ['events:write', 'events:read', 'ledger:read', 'retention:manage'];
 /** What a new key starts with (DEFAULT_SCOPES): `retention:manage` is ticked by an owner's choice only. */
 const DEFAULT_SCOPES: readonly Scope[] = ['events:write', 'events:read', 'ledger:read'];
+/** What each scope lets a key do, beside its checkbox. */
+const SCOPE_HINTS: Record<Scope, string> = {
+  'events:write': 'record events',
+  'events:read': 'list, read and export events; manage streams',
+  'ledger:read': 'checkpoints and proofs',
+  'retention:manage': 'retention policy, legal holds, erasure',
+};
 
 export function KeysPage() {
   const queryClient = useQueryClient();
@@ -23,6 +30,8 @@ export function KeysPage() {
   const [scopes, setScopes] = useState<Scope[]>([...DEFAULT_SCOPES]);
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
+  // Checked on submit, said beside the button: a greyed-out button does not say why.
+  const [invalid, setInvalid] = useState<string | null>(null);
   // Revoking is for owners (domain/roles.ts); admins create keys.
   const mayRevoke = useCan('keys:revoke');
   // Only those who manage retention themselves (owners) may give a key that power (the server's own rule).
@@ -40,7 +49,9 @@ export function KeysPage() {
 
   const submit = (e: SubmitEvent) => {
     e.preventDefault();
-    create.mutate();
+    const problem = name.trim() === '' ? 'Give the key a name first: the application or service that will use it.' : scopes.length === 0 ? 'Choose at least one scope.' : null;
+    setInvalid(problem);
+    if (!problem) create.mutate();
   };
 
   return (
@@ -54,23 +65,44 @@ export function KeysPage() {
 
       <section className="card">
         <h2>Create a key</h2>
-        <form className="inline-form" onSubmit={submit}>
-          <label className="field grow">
+        <form className="key-form" onSubmit={submit} noValidate>
+          <label className="field">
             <span>Name</span>
-            <input name="key-name" placeholder="e.g. billing-service production" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} required />
+            <input
+              name="key-name"
+              placeholder="e.g. billing-service production"
+              value={name}
+              onChange={(e) => { setName(e.target.value); setInvalid(null); }}
+              maxLength={100}
+              aria-invalid={invalid !== null && name.trim() === ''}
+              aria-describedby="key-form-hint"
+            />
           </label>
-          <fieldset className="field scopes">
+          <fieldset className="key-scopes">
             <legend>Scopes</legend>
-            {grantable.map((scope) => (
-              <label key={scope} className="checkbox">
-                <input type="checkbox" checked={scopes.includes(scope)} onChange={(e) => setScopes(e.target.checked ? ALL_SCOPES.filter((s) => s === scope || scopes.includes(s)) : scopes.filter((s) => s !== scope))} />
-                <code>{scope}</code>
-              </label>
-            ))}
+            <div className="checkbox-group">
+              {grantable.map((scope) => (
+                <label key={scope} className="checkbox-option">
+                  <input
+                    type="checkbox"
+                    checked={scopes.includes(scope)}
+                    onChange={(e) => { setScopes(e.target.checked ? ALL_SCOPES.filter((s) => s === scope || scopes.includes(s)) : scopes.filter((s) => s !== scope)); setInvalid(null); }}
+                  />
+                  <span>
+                    <code>{scope}</code> <span className="muted small">{SCOPE_HINTS[scope]}</span>
+                  </span>
+                </label>
+              ))}
+            </div>
           </fieldset>
-          <button type="submit" className="button primary" disabled={create.isPending || name.trim() === '' || scopes.length === 0}>
-            {create.isPending ? 'Creating…' : 'Create key'}
-          </button>
+          <div className="form-actions">
+            <button type="submit" className="button primary" disabled={create.isPending}>
+              {create.isPending ? 'Creating…' : 'Create key'}
+            </button>
+            <span id="key-form-hint" className={invalid ? 'form-hint invalid' : 'form-hint muted small'} role={invalid ? 'alert' : undefined}>
+              {invalid ?? 'The key is shown once, right after it is created.'}
+            </span>
+          </div>
         </form>
         {create.isError && (
           <p className="form-error" role="alert">

@@ -2,11 +2,18 @@
  * The ledger: the organization's newest signed checkpoint, the verifier key to pin, and the commands
  * that verify an export offline with it.
  */
+import type { TLedgerSummary } from '../../domain/ledger/schemas';
 import { CopyButton } from '../components/CopyButton';
 import { ErrorState, LoadingRows } from '../components/States';
 import { CouldNotVerify, TrustVerdictNote } from '../components/TrustVerdictNote';
-import { formatNumber } from '../lib/format';
+import { formatDateTime, formatNumber, plural } from '../lib/format';
 import { useCheckpointTrust, useLedgerSummary, useWitnessCheck } from '../lib/ledgerCheck';
+
+/** The key names that signed a note: its signature lines ("— <name> <signature>") after the blank line. */
+function signersOf(note: string): string[] {
+  const signatures = note.slice(note.indexOf('\n\n') + 2);
+  return signatures.split('\n').filter((line) => line.startsWith('— ')).map((line) => line.slice(2).split(' ')[0] ?? '');
+}
 
 export function LedgerPage() {
   const ledger = useLedgerSummary(5000);
@@ -33,16 +40,7 @@ export function LedgerPage() {
           <section className="card" data-testid="ledger-checkpoint">
             <h2>Newest checkpoint</h2>
             {ledger.data.checkpoint ? (
-              <dl className="details">
-                <dt>Events in the log</dt>
-                <dd data-testid="ledger-size">{formatNumber(ledger.data.checkpoint.tree_size)}</dd>
-                <dt>Root hash</dt>
-                <dd><code className="wrap">{ledger.data.checkpoint.root_hash}</code></dd>
-                <dt>Signed</dt>
-                <dd>{new Date(ledger.data.checkpoint.signed_at).toLocaleString()}</dd>
-                <dt>Log</dt>
-                <dd><code>{ledger.data.checkpoint.origin}</code></dd>
-              </dl>
+              <CheckpointDetails checkpoint={ledger.data.checkpoint} witnessesConfigured={ledger.data.quorum !== null} />
             ) : (
               <p className="muted">No checkpoint yet: it is signed within a second of your first event.</p>
             )}
@@ -102,7 +100,7 @@ export function LedgerPage() {
             <p className="muted">Pin it where your auditors keep it: every checkpoint is signed with the matching private key, which never leaves the server&apos;s key file.</p>
             <pre id="verifier-key" className="code" data-testid="verifier-key">{ledger.data.verifier_key}</pre>
           </section>
-          <section className="card">
+          <section className="card ledger-verify">
             <h2>Verify an export</h2>
             <pre className="code">{`npx audit-ledger export --url ${origin} --key <API key> --out export.json --with-proofs
 npx audit-ledger verify --verifier-key "${ledger.data.verifier_key}" \\
@@ -115,5 +113,43 @@ npx audit-ledger verify --verifier-key "${ledger.data.verifier_key}" \\
         </>
       )}
     </div>
+  );
+}
+
+/** The checkpoint as a definition list: which log, how many events, the root hash (wrapping, never wider than the screen), when, and who signed. */
+function CheckpointDetails({ checkpoint, witnessesConfigured }: { checkpoint: NonNullable<TLedgerSummary['checkpoint']>; witnessesConfigured: boolean }) {
+  const installation = checkpoint.installation;
+  const cosigners = installation ? signersOf(installation.checkpoint).filter((name) => `${name}/installation` !== installation.origin) : [];
+  return (
+    <dl className="details checkpoint-details">
+      <dt>Log</dt>
+      <dd>
+        <code className="hash">{checkpoint.origin}</code>
+      </dd>
+      <dt>Events in the log</dt>
+      <dd data-testid="ledger-size">{formatNumber(checkpoint.tree_size)}</dd>
+      <dt>Root hash</dt>
+      <dd>
+        <code className="hash" data-testid="ledger-root-hash">{checkpoint.root_hash}</code>
+      </dd>
+      <dt>Signed</dt>
+      <dd>{formatDateTime(checkpoint.signed_at)}</dd>
+      <dt>Signatures</dt>
+      <dd>
+        {signersOf(checkpoint.checkpoint).map((name) => (
+          <code key={name} className="hash signer">{name}</code>
+        ))}
+      </dd>
+      {witnessesConfigured && (
+        <>
+          <dt>Witnessed</dt>
+          <dd data-testid="ledger-witnessed">
+            {installation
+              ? `In installation checkpoint ${formatNumber(installation.tree_size)}, cosigned by ${cosigners.length ? plural(cosigners.length, 'witness', 'witnesses') : 'no witness yet'}${installation.witnessed ? ' (quorum met)' : ' (quorum not met yet)'}`
+              : 'Not in an installation checkpoint yet'}
+          </dd>
+        </>
+      )}
+    </dl>
   );
 }

@@ -1,11 +1,14 @@
-/** Sign-in. The message for any failure is the server's one generic sentence. */
+/**
+ * Sign-in. The message for any failure is the server's one generic sentence. Reached because a session
+ * ended (removed from the organization, expired), it first says why.
+ */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useState } from 'react';
 import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
 import { AuthFrame } from '../components/AuthForm';
 import { FullPageLoading } from '../components/FullPageLoading';
 import { safeNext } from '../lib/safeNext';
-import { ME_KEY, useMe } from '../lib/session';
+import { ME_KEY, SESSION_END_KEY, sessionEndText, useMe, useSessionEnd } from '../lib/session';
 import { errorMessage, trpc } from '../lib/trpc';
 
 export function LoginPage() {
@@ -13,12 +16,14 @@ export function LoginPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const queryClient = useQueryClient();
+  const ended = useSessionEnd();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const login = useMutation({
     mutationFn: () => trpc.account.login.mutate({ email, password }),
     onSuccess: (view) => {
       queryClient.setQueryData(ME_KEY, view);
+      queryClient.setQueryData(SESSION_END_KEY, null);
       void navigate(safeNext(params.get('next')), { replace: true });
     },
   });
@@ -40,6 +45,11 @@ export function LoginPage() {
         </>
       }
     >
+      {ended && (
+        <p className="callout warning session-ended" role="status" data-testid="session-ended">
+          {sessionEndText(ended)}
+        </p>
+      )}
       <form onSubmit={submit} className="stack" noValidate>
         <label className="field">
           <span>Email</span>

@@ -1,7 +1,12 @@
-/** Members: who belongs to the organization with which role, invitations (a link to send), role changes, removal. */
+/**
+ * Members: who belongs to the organization with which role, invitations (a link to send), role changes,
+ * removal. Removing, leaving and revoking an invitation each ask first; the only owner is not offered to
+ * leave (the server refuses it: LAST_OWNER).
+ */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useState } from 'react';
-import { canManage, ROLES, type Role } from '../../domain/roles';
+import { canManage, ROLES, type Role, type TInvitation, type TMember } from '../../domain/roles';
+import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ShownOnce } from '../components/ShownOnce';
 import { ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime } from '../lib/format';
@@ -37,15 +42,15 @@ export function MembersPage() {
     },
   });
   const changeRole = useMutation({ mutationFn: (v: { account_id: string; role: Role }) => trpc.dashboard.members.changeRole.mutate(v), onSettled: refresh });
-  const remove = useMutation({ mutationFn: (accountId: string) => trpc.dashboard.members.remove.mutate({ account_id: accountId }), onSettled: refresh });
-  const revoke = useMutation({ mutationFn: (id: string) => trpc.dashboard.members.revokeInvitation.mutate({ id }), onSettled: refresh });
-  const leave = useMutation({
-    mutationFn: () => trpc.dashboard.members.leave.mutate(),
-    onSuccess: () => {
-      queryClient.clear();
-      window.location.assign('/login');
-    },
-  });
+  // What the open confirmation is about; its dialog runs the action.
+  const [confirming, setConfirming] = useState<{ remove: TMember } | { revoke: TInvitation } | 'leave' | null>(null);
+  const remove = (accountId: string) => trpc.dashboard.members.remove.mutate({ account_id: accountId }).finally(refresh);
+  const revoke = (id: string) => trpc.dashboard.members.revokeInvitation.mutate({ id }).finally(refresh);
+  const leave = async () => {
+    await trpc.dashboard.members.leave.mutate();
+    queryClient.clear();
+    window.location.assign('/login');
+  };
   const myRole = me?.role ?? 'viewer';
   const grantable = ROLES.filter((r) => canManage(myRole, r));
 
@@ -53,7 +58,10 @@ export function MembersPage() {
     e.preventDefault();
     invite.mutate();
   };
-  const failure = [changeRole, remove, revoke, leave].find((m) => m.isError)?.error;
+  const failure = changeRole.isError ? changeRole.error : undefined;
+  const owners = members.data?.members.filter((m) => m.role === 'owner').length ?? 0;
+  const onlyOwner = myRole === 'owner' && owners === 1;
+  const organization = me?.organization.name ?? 'this organization';
 
   return (
     <div className="page">
@@ -67,7 +75,7 @@ export function MembersPage() {
       {manages && (
         <section className="card">
           <h2>Invite someone</h2>
-          <form className="inline-form" onSubmit={submit}>
+          <form className="inline-form invite-form" onSubmit={submit}>
             <label className="field grow">
               <span>Email</span>
               <input type="email" name="invite-email" value={email} onChange={(e) => setEmail(e.target.value)} required maxLength={254} />
@@ -113,7 +121,7 @@ export function MembersPage() {
         ) : members.isError ? (
           <ErrorState error={members.error} onRetry={() => void members.refetch()} />
         ) : (
-          <table className="table" data-testid="members-table">
+          <table className="table members-table" data-testid="members-table">
             <thead>
               <tr>
                 <th>Email</th>
@@ -127,12 +135,12 @@ export function MembersPage() {
                 const self = m.account_id === me?.account.id;
                 const editable = !self && manages && canManage(myRole, m.role);
                 return (
-                  <tr key={m.account_id}>
-                    <td>
+                  <tr key={m.account_id} data-testid={`member-row-${m.email}`}>
+                    <td data-label="Email" className="member-email">
                       {m.email}
                       {self && <span className="muted"> (you)</span>}
                     </td>
-                    <td>
+                    <td data-label="Role">
                       {editable ? (
                         <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => changeRole.mutate({ account_id: m.account_id, role: e.target.value as Role })}>
                           {grantable.map((r) => (
@@ -145,18 +153,28 @@ export function MembersPage() {
                         <span className="badge">{m.role}</span>
                       )}
                     </td>
-                    <td>{formatDateTime(m.joined_at)}</td>
+                    <td data-label="Joined">{formatDateTime(m.joined_at)}</td>
                     <td className="actions">
                       {editable && (
-                        <button type="button" className="button danger-outline small" onClick={() => { if (window.confirm(`Remove ${m.email}? Their sessions end at once.`)) remove.mutate(m.account_id); }}>
+                        <button type="button" className="button danger-outline small" onClick={() => setConfirming({ remove: m })}>
                           Remove
                         </button>
                       )}
-                      {self && (
-                        <button type="button" className="button ghost small" onClick={() => { if (window.confirm('Leave this organization?')) leave.mutate(); }}>
-                          Leave
-                        </button>
-                      )}
+                      {self &&
+                        (onlyOwner ? (
+                          <div className="leave-blocked">
+                            <button type="button" className="button ghost small" disabled aria-describedby="leave-why">
+                              Leave
+                            </button>
+                            <span id="leave-why" className="muted small">
+                              You are the only owner: make someone else an owner first.
+                            </span>
+                          </div>
+                        ) : (
+                          <button type="button" className="button ghost small" onClick={() => setConfirming('leave')}>
+                            Leave
+                          </button>
+                        ))}
                     </td>
                   </tr>
                 );
@@ -181,14 +199,14 @@ export function MembersPage() {
             </thead>
             <tbody>
               {members.data.invitations.map((inv) => (
-                <tr key={inv.id}>
-                  <td>{inv.email}</td>
-                  <td>{inv.role}</td>
-                  <td>{inv.invited_by}</td>
-                  <td>{formatDateTime(inv.expires_at)}</td>
+                <tr key={inv.id} data-testid={`invitation-row-${inv.email}`}>
+                  <td data-label="Email" className="member-email">{inv.email}</td>
+                  <td data-label="Role">{inv.role}</td>
+                  <td data-label="Invited by" className="member-email">{inv.invited_by}</td>
+                  <td data-label="Expires">{formatDateTime(inv.expires_at)}</td>
                   <td className="actions">
                     {manages && canManage(myRole, inv.role) && (
-                      <button type="button" className="button danger-outline small" onClick={() => revoke.mutate(inv.id)}>
+                      <button type="button" className="button danger-outline small" onClick={() => setConfirming({ revoke: inv })}>
                         Revoke
                       </button>
                     )}
@@ -199,6 +217,22 @@ export function MembersPage() {
           </table>
         </section>
       )}
+
+      {confirming === 'leave' ? (
+        <ConfirmDialog title={`Leave ${organization}?`} confirmLabel="Leave organization" busyLabel="Leaving…" onConfirm={leave} onClose={() => setConfirming(null)} testId="confirm-leave">
+          <p>You lose access at once, on every device. To come back, an owner or admin must invite you again.</p>
+        </ConfirmDialog>
+      ) : confirming && 'remove' in confirming ? (
+        <ConfirmDialog title={`Remove ${confirming.remove.email}?`} confirmLabel="Remove member" busyLabel="Removing…" onConfirm={() => remove(confirming.remove.account_id)} onClose={() => setConfirming(null)} testId="confirm-remove">
+          <p>
+            Their sessions in {organization} end at once; the next time they click, the sign-in page tells them they were removed. What they did stays in the audit log.
+          </p>
+        </ConfirmDialog>
+      ) : confirming && 'revoke' in confirming ? (
+        <ConfirmDialog title={`Revoke the invitation for ${confirming.revoke.email}?`} confirmLabel="Revoke invitation" busyLabel="Revoking…" onConfirm={() => revoke(confirming.revoke.id)} onClose={() => setConfirming(null)} testId="confirm-revoke">
+          <p>The link stops working at once. You can invite {confirming.revoke.email} again later.</p>
+        </ConfirmDialog>
+      ) : null}
     </div>
   );
 }

@@ -8,8 +8,9 @@ import { type SubmitEvent, useState } from 'react';
 import type { TEvent } from '../../domain/event';
 import { importVerifier, verifyEventInclusion } from '../../domain/ledger/webVerify';
 import { checkRetention, ERASURE_REASONS, type LogEntry, logEntryOf, RETENTION_ACTIONS, type TErasureReason, type THoldFilter } from '../../domain/retention';
+import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ErrorState, LoadingRows } from '../components/States';
-import { formatDateTime, formatNumber } from '../lib/format';
+import { formatDateTime, formatNumber, plural } from '../lib/format';
 import { useLedgerSummary } from '../lib/ledgerCheck';
 import { useCan } from '../lib/session';
 import { errorMessage, trpc } from '../lib/trpc';
@@ -62,7 +63,8 @@ export function RetentionPage() {
     },
     onSuccess: () => { setHold({ actor_id: '', action: '', resource_type: '', resource_id: '', reason: '' }); refresh(); },
   });
-  const releaseHold = useMutation({ mutationFn: (id: string) => trpc.dashboard.retention.releaseHold.mutate({ id }), onSettled: refresh });
+  // The hold whose release awaits confirmation; its dialog releases it.
+  const [releasing, setReleasing] = useState<{ id: string; reason: string } | null>(null);
   const runErase = useMutation({
     mutationFn: () => {
       const ids = erase.event_ids.split(/[\s,]+/).filter(Boolean);
@@ -96,12 +98,12 @@ export function RetentionPage() {
         <h2>Policy</h2>
         <dl className="details">
           <dt>In force</dt>
-          <dd data-testid="retention-days">{v.days === null ? 'Events are kept for ever' : `${formatNumber(v.days)} days after they are received`}</dd>
+          <dd data-testid="retention-days">{v.days === null ? 'Events are kept for ever' : `${plural(v.days, 'day')} after they are received`}</dd>
           {v.pending && (
             <>
               <dt>Pending</dt>
               <dd data-testid="retention-pending">
-                {v.pending.days === null ? 'Keep for ever' : `${formatNumber(v.pending.days)} days`}, in force from {formatDateTime(v.pending.effective_at)}
+                {v.pending.days === null ? 'Keep for ever' : plural(v.pending.days, 'day')}, in force from {formatDateTime(v.pending.effective_at)}
               </dd>
             </>
           )}
@@ -111,13 +113,13 @@ export function RetentionPage() {
           </dd>
         </dl>
         {manages && (
-          <form className="inline-form" onSubmit={submitPolicy} aria-label="Change the policy">
+          <form className="inline-form retention-form" onSubmit={submitPolicy} aria-label="Change the policy">
             <label className="field">
               <span>Keep events for (days)</span>
               <input name="days" value={days} onChange={(e) => setDays(e.target.value)} placeholder={`${v.min_days}–${v.max_days ?? '∞'}, or forever`} required />
             </label>
             <button type="submit" className="button primary" disabled={setPolicy.isPending}>Change policy</button>
-            <p className="muted">A shorter policy takes effect {v.notice_days} days after you set it; a longer one at once.</p>
+            <p className="muted">A shorter policy takes effect {plural(v.notice_days, 'day')} after you set it; a longer one at once.</p>
             {setPolicy.isError && <p className="form-error" role="alert">{errorMessage(setPolicy.error)}</p>}
           </form>
         )}
@@ -128,22 +130,22 @@ export function RetentionPage() {
         {v.holds.length === 0 ? (
           <p className="muted">None: pruning and erasure apply to every event.</p>
         ) : (
-          <table className="table">
+          <table className="table" data-testid="holds-table">
             <thead><tr><th>Holds</th><th>Reason</th><th>Placed</th>{manages && <th />}</tr></thead>
             <tbody>
               {v.holds.map((h) => (
                 <tr key={h.id}>
-                  <td>{Object.keys(h.filter).length === 0 ? 'every event' : Object.entries(h.filter).map(([k, value]) => `${k} = ${value}`).join(', ')}</td>
-                  <td>{h.reason}</td>
-                  <td>{formatDateTime(h.placed_at)} by {h.placed_by}</td>
-                  {manages && <td><button type="button" className="button ghost" onClick={() => releaseHold.mutate(h.id)}>Release</button></td>}
+                  <td data-label="Holds">{Object.keys(h.filter).length === 0 ? 'every event' : Object.entries(h.filter).map(([k, value]) => `${k} = ${value}`).join(', ')}</td>
+                  <td data-label="Reason">{h.reason}</td>
+                  <td data-label="Placed" className="member-email">{formatDateTime(h.placed_at)} by {h.placed_by}</td>
+                  {manages && <td className="actions"><button type="button" className="button secondary small" onClick={() => setReleasing({ id: h.id, reason: h.reason })}>Release</button></td>}
                 </tr>
               ))}
             </tbody>
           </table>
         )}
         {manages && (
-          <form className="inline-form" onSubmit={(e) => { e.preventDefault(); placeHold.mutate(); }} aria-label="Place a hold">
+          <form className="inline-form retention-form" onSubmit={(e) => { e.preventDefault(); placeHold.mutate(); }} aria-label="Place a hold">
             {HOLD_FIELDS.map((field) => (
               <label className="field" key={field}>
                 <span>{field}</span>
@@ -164,7 +166,7 @@ export function RetentionPage() {
         <section className="card" data-testid="retention-erase">
           <h2>Erase on request</h2>
           <p className="muted">Deletes every event of one actor, or the events you list, for good (held events stay). The log records which sequence numbers, by you, and the reason code: never the data.</p>
-          <form className="inline-form" onSubmit={(e) => { e.preventDefault(); runErase.mutate(); }} aria-label="Erase">
+          <form className="inline-form retention-form" onSubmit={(e) => { e.preventDefault(); runErase.mutate(); }} aria-label="Erase">
             <label className="field">
               <span>Actor ID</span>
               <input name="erase_actor_id" value={erase.actor_id} onChange={(e) => setErase({ ...erase, actor_id: e.target.value })} placeholder="user_123" />
@@ -184,7 +186,7 @@ export function RetentionPage() {
             </label>
             <button type="submit" className="button danger" disabled={!erase.confirmed || runErase.isPending || (!erase.actor_id.trim() && !erase.event_ids.trim())}>Erase</button>
           </form>
-          {runErase.data && <p data-testid="erase-result">Erased {formatNumber(runErase.data.erased)} events{runErase.data.held ? `; ${formatNumber(runErase.data.held)} kept by a legal hold` : ''}.</p>}
+          {runErase.data && <p data-testid="erase-result">Erased {plural(runErase.data.erased, 'event')}{runErase.data.held ? `; ${formatNumber(runErase.data.held)} kept by a legal hold` : ''}.</p>}
           {runErase.isError && <p className="form-error" role="alert">{errorMessage(runErase.error)}</p>}
         </section>
       )}
@@ -201,8 +203,8 @@ export function RetentionPage() {
           {check.data && (
             check.data.problems.length === 0 ? (
               <p data-testid="retention-verdict">
-                {formatNumber(check.data.entries)} entries, each proven in the signed log; they account for {formatNumber(check.data.pruned)} pruned and{' '}
-                {formatNumber(check.data.erased)} erased events, each under the policy in force.
+                {plural(check.data.entries, 'entry', 'entries')}, each proven in the signed log; they account for {formatNumber(check.data.pruned)} pruned and{' '}
+                {plural(check.data.erased, 'erased event')}, each under the policy in force.
               </p>
             ) : (
               <div className="callout danger" role="alert" data-testid="retention-verdict">
@@ -213,6 +215,22 @@ export function RetentionPage() {
           )}
           {check.isError && <p className="form-error" role="alert">{errorMessage(check.error)}</p>}
         </section>
+      )}
+
+      {releasing && (
+        <ConfirmDialog
+          title="Release this legal hold?"
+          confirmLabel="Release hold"
+          busyLabel="Releasing…"
+          onConfirm={() => trpc.dashboard.retention.releaseHold.mutate({ id: releasing.id }).finally(refresh)}
+          onClose={() => setReleasing(null)}
+          testId="confirm-release"
+        >
+          <p>
+            The hold for “{releasing.reason}” ends: the events it kept fall under the retention policy again, and are pruned at the next run if
+            they are older than it, or can be erased on request. The release is an entry of your signed log.
+          </p>
+        </ConfirmDialog>
       )}
     </div>
   );

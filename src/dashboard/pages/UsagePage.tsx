@@ -3,13 +3,13 @@ import { useQuery } from '@tanstack/react-query';
 import { DailyChart } from '../components/DailyChart';
 import { ErrorState, LoadingRows } from '../components/States';
 import { UsageMeter } from '../components/UsageMeter';
-import { formatNumber } from '../lib/format';
+import { formatUtcDay, plural } from '../lib/format';
 import { useMe } from '../lib/session';
 import { trpc } from '../lib/trpc';
 
 function monthEnd(month: string): string {
   const [y, m] = month.split('-').map(Number);
-  return new Date(Date.UTC(y ?? 1970, m ?? 1, 1)).toLocaleDateString(undefined, { month: 'long', day: 'numeric', timeZone: 'UTC' });
+  return formatUtcDay(new Date(Date.UTC(y ?? 1970, m ?? 1, 1)).toISOString().slice(0, 10));
 }
 
 export function UsagePage() {
@@ -50,7 +50,7 @@ export function UsagePage() {
             )}
             {usage.data.state === 'ok' && (
               <p className="muted">
-                {formatNumber(Math.max(0, usage.data.cap - usage.data.used))} events left until {monthEnd(usage.data.month)} (UTC).
+                {plural(Math.max(0, usage.data.cap - usage.data.used), 'event')} left until {monthEnd(usage.data.month)} (UTC).
               </p>
             )}
           </section>

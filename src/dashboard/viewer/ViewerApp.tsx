@@ -1,13 +1,17 @@
-/** The viewer's one page: filters, the events (newest first, paged), an event's detail with its diff and its proof checked here. */
+/**
+ * The viewer's one page: filters, the events (newest first, paged), an event's detail with its diff and
+ * its proof checked here. Each row is a button (Tab, then Enter or Space); the opened event takes the
+ * focus and scrolls into view, and Escape or "Back to the list" hands the focus back to its row.
+ */
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { createTRPCClient, httpLink } from '@trpc/client';
-import { type SubmitEvent, useMemo, useState } from 'react';
+import { type KeyboardEvent, type SubmitEvent, useEffect, useMemo, useRef, useState } from 'react';
 import type { TEvent } from '../../domain/event';
 import { importVerifier, verifyEventInclusion } from '../../domain/ledger/webVerify';
 import type { AppRouter } from '../../trpc/router';
 import { FieldDiff } from '../components/FieldDiff';
 import { fieldChangeOf } from '../lib/fieldChange';
-import { formatDateTime } from '../lib/format';
+import { formatDateTime, formatNumber, plural } from '../lib/format';
 import { errorMessage } from '../lib/trpc';
 
 const PAGE_SIZE = 50;
@@ -24,6 +28,12 @@ export function ViewerApp({ token }: { token: string | null }) {
   const [draft, setDraft] = useState<Filters>({});
   const [filters, setFilters] = useState<Filters>({});
   const [open, setOpen] = useState<TEvent | null>(null);
+  const rowButtons = useRef(new Map<string, HTMLButtonElement>());
+  const close = () => {
+    if (!open) return;
+    setOpen(null);
+    rowButtons.current.get(open.id)?.focus();
+  };
   const events = useInfiniteQuery({
     queryKey: ['events', filters],
     enabled: client !== null && scope.isSuccess,
@@ -53,7 +63,7 @@ export function ViewerApp({ token }: { token: string | null }) {
             {scope.data.actions && <> (actions: {scope.data.actions.join(', ')})</>}. This link works until {formatDateTime(scope.data.expires_at)}.
           </p>
         </div>
-        <div className="actions">
+        <div className="header-actions">
           <a className="button ghost" href={exportHref('csv')} download>
             Export CSV
           </a>
@@ -80,8 +90,8 @@ export function ViewerApp({ token }: { token: string | null }) {
           {errorMessage(events.error)}
         </p>
       )}
-      <section className="card">
-        <table className="table" data-testid="viewer-events">
+      <section className="card flush">
+        <table className="table events-table" data-testid="viewer-events">
           <thead>
             <tr>
               <th>Time</th>
@@ -92,28 +102,49 @@ export function ViewerApp({ token }: { token: string | null }) {
           </thead>
           <tbody>
             {rows.map((e) => (
-              <tr key={e.id} className="clickable" onClick={() => setOpen(e)} data-organization-id={e.organization_id}>
-                <td>{formatDateTime(e.timestamp)}</td>
-                <td>{e.actor_name ?? e.actor_id}</td>
-                <td>
-                  <code>{e.action}</code>
+              <tr key={e.id} data-organization-id={e.organization_id} className={open?.id === e.id ? 'selected' : undefined}>
+                <td className="nowrap" data-label="Time">
+                  <button
+                    type="button"
+                    className="row-button"
+                    aria-expanded={open?.id === e.id}
+                    aria-controls={open?.id === e.id ? 'viewer-event' : undefined}
+                    onClick={() => setOpen(e)}
+                    ref={(button) => {
+                      if (button) rowButtons.current.set(e.id, button);
+                      else rowButtons.current.delete(e.id);
+                    }}
+                  >
+                    {formatDateTime(e.timestamp)}
+                  </button>
                 </td>
-                <td>
+                <td data-label="Actor">{e.actor_name ?? e.actor_id}</td>
+                <td data-label="Action">
+                  <code className="action">{e.action}</code>
+                </td>
+                <td data-label="Resource">
                   {e.resource_type}/{e.resource_id}
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
-        {events.isSuccess && rows.length === 0 && <p className="muted">No events.</p>}
-        {events.hasNextPage && (
-          <button type="button" className="button ghost" onClick={() => void events.fetchNextPage()} disabled={events.isFetchingNextPage}>
-            Load more
-          </button>
+        {events.isSuccess && rows.length === 0 && <p className="muted viewer-empty">No events match.</p>}
+        {rows.length > 0 && (
+          <footer className="table-footer">
+            <span className="muted">
+              {plural(rows.length, 'event')} shown{events.hasNextPage ? ', more available' : ''}
+            </span>
+            {events.hasNextPage && (
+              <button type="button" className="button secondary" onClick={() => void events.fetchNextPage()} disabled={events.isFetchingNextPage}>
+                {events.isFetchingNextPage ? 'Loading…' : 'Load more'}
+              </button>
+            )}
+          </footer>
         )}
       </section>
 
-      {open && <EventDetail client={client} event={open} onClose={() => setOpen(null)} />}
+      {open && <EventDetail key={open.id} client={client} event={open} onClose={close} />}
     </div>
   );
 }
@@ -127,17 +158,30 @@ function EventDetail({ client, event, onClose }: { client: ReturnType<typeof cli
       return { proof, ...(await verifyEventInclusion(event, proof, await importVerifier(key.verifier_key))) };
     },
   });
+  const section = useRef<HTMLElement>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Opened from a row, the event is where the reader (and a screen reader) goes next.
+  useEffect(() => {
+    section.current?.scrollIntoView({ block: 'start' });
+    heading.current?.focus({ preventScroll: true });
+  }, []);
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      onClose();
+    }
+  };
   return (
-    <section className="card" aria-label="Event" data-testid="viewer-event">
+    <section ref={section} id="viewer-event" className="card viewer-event" aria-labelledby="viewer-event-title" data-testid="viewer-event" onKeyDown={onKeyDown}>
       <header className="page-header">
-        <h2>
+        <h2 id="viewer-event-title" ref={heading} tabIndex={-1}>
           <code>{event.action}</code> on {event.resource_type}/{event.resource_id}
         </h2>
-        <button type="button" className="button ghost" onClick={onClose}>
-          Close
+        <button type="button" className="button secondary" onClick={onClose}>
+          Back to the list
         </button>
       </header>
-      <dl className="fields">
+      <dl className="details">
         <dt>When</dt>
         <dd>{formatDateTime(event.timestamp)}</dd>
         <dt>Actor</dt>
@@ -150,7 +194,7 @@ function EventDetail({ client, event, onClose }: { client: ReturnType<typeof cli
         </dd>
       </dl>
       {change && <FieldDiff change={change} />}
-      <pre className="code-block">{JSON.stringify(event.metadata, null, 2)}</pre>
+      <pre className="json">{JSON.stringify(event.metadata, null, 2)}</pre>
       <h3>Proof</h3>
       {check.isPending ? (
         <p className="muted">Checking the event against the signed ledger…</p>
@@ -159,8 +203,8 @@ function EventDetail({ client, event, onClose }: { client: ReturnType<typeof cli
           {errorMessage(check.error)}
         </p>
       ) : check.data.failures.length === 0 ? (
-        <p className="callout success" data-testid="viewer-proof-verified">
-          Verified in this browser: the event is leaf {check.data.proof.leaf_index} of the ledger&apos;s signed checkpoint of {check.data.proof.tree_size} events.
+        <p className="callout ok" data-testid="viewer-proof-verified">
+          Verified in this browser: the event is leaf {formatNumber(check.data.proof.leaf_index)} of the ledger&apos;s signed checkpoint of {plural(check.data.proof.tree_size, 'event')}.
         </p>
       ) : (
         <p className="callout danger" role="alert" data-testid="viewer-proof-failed">

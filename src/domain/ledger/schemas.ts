@@ -1,11 +1,11 @@
 /** The ledger's API shapes: defined once, for the router, openapi.json and the clients (the write receipt: `./receipt.ts`). */
 import { z } from 'zod';
-import { ZEventFilters, ZTreeSizeParam } from '../event';
+import { wrongType, ZEventFilters, ZTreeSizeParam } from '../event';
 import { text } from '../text';
 import { receiptV2Fields } from './receipt';
 
 const base64Hash = z.string().meta({ description: 'A 32-byte SHA-256 hash, standard base64' });
-const size = (what: string) => z.number({ error: 'must be a whole number' }).int('must be a whole number').min(0, 'must not be negative').meta({ description: what });
+const size = (what: string) => z.number(wrongType('must be a whole number')).int().min(0).meta({ description: what });
 
 export const ZLedgerKey = z.object({
   key_name: z.string().meta({ description: 'LEDGER_NAME: the signed notes\' key name' }),

@@ -18,7 +18,7 @@ export function idempotencyKeyOf(ctx: Context, field: string | undefined): strin
     throw new AppError('VALIDATION_FAILED', `Invalid request: the ${IDEMPOTENCY_KEY_HEADER} header must be 1 to 255 printable ASCII characters`, { fields: [IDEMPOTENCY_KEY_HEADER] });
   }
   if (header !== undefined && field !== undefined && header !== field) {
-    throw new AppError('VALIDATION_FAILED', `Invalid request: the ${IDEMPOTENCY_KEY_HEADER} header and idempotency_key differ`, { fields: [IDEMPOTENCY_KEY_HEADER, 'idempotency_key'] });
+    throw new AppError('VALIDATION_FAILED', `Invalid request: the ${IDEMPOTENCY_KEY_HEADER} header and idempotency_key must be the same`, { fields: [IDEMPOTENCY_KEY_HEADER, 'idempotency_key'] });
   }
   return header ?? field;
 }

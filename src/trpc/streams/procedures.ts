@@ -54,6 +54,12 @@ export const testStream = apiKeyProcedure
   .output(ZStreamTestResult)
   .mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id));
 
+export const retryStream = apiKeyProcedure
+  .meta({ scope: 'events:read', openapi: { method: 'POST', path: '/streams/{id}/retry', tags: ['streams'], summary: 'Retry a failing stream now', description: 'The stream sends its next batch now instead of waiting out its backoff (within a scan interval when another instance delivers it); its state then follows that attempt. A paused stream stays paused.', errorResponses: ONE } })
+  .input(ZStreamIdInput)
+  .output(ZStream)
+  .mutation(({ ctx, input }) => ctx.services.streams.retryNow(ctx.principal, input.id));
+
 export const deleteStream = apiKeyProcedure
   .meta({ scope: 'events:read', openapi: { method: 'DELETE', path: '/streams/{id}', tags: ['streams'], summary: 'Delete a stream', errorResponses: ONE } })
   .input(ZStreamIdInput)
@@ -68,6 +74,7 @@ export const sessionStreams = {
   create: manageStreams.input(ZCreateStreamInput).output(ZCreatedStream).mutation(({ ctx, input }) => ctx.services.streams.create(ctx.principal, input)),
   pause: manageStreams.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, true)),
   resume: manageStreams.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.setPaused(ctx.principal, input.id, false)),
+  retry: manageStreams.input(ZStreamIdInput).output(ZStream).mutation(({ ctx, input }) => ctx.services.streams.retryNow(ctx.principal, input.id)),
   test: manageStreams.input(ZStreamIdInput).output(ZStreamTestResult).mutation(({ ctx, input }) => ctx.services.streams.test(ctx.principal, input.id)),
   remove: manageStreams.input(ZStreamIdInput).output(ZDeleted).mutation(({ ctx, input }) => ctx.services.streams.remove(ctx.principal, input.id)),
 };
