@@ -245,7 +245,7 @@ func run() error {
 		path, err := decodeAll(p.InclusionPath)
 		inclusionOK := err == nil && p.Checkpoint == newest.Checkpoint &&
 			proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, cp.Hash) == nil
-		check(leafOK && inclusionOK, "event %s is leaf %d of the signed tree of %d", p.EventID, p.LeafIndex, cp.Size)
+		check(leafOK && inclusionOK, "event %s is sequence number %d of the signed tree of %d", p.EventID, p.LeafIndex+1, cp.Size)
 	}
 
 	if *oldFile != "" {

@@ -86,6 +86,8 @@ function itemOf(value: Record<string, unknown>): { event: unknown; receipt: { le
   const source = (value.class_uid === 6003 ? value.unmapped : value) as { event?: unknown; receipt?: Record<string, unknown> } | undefined;
   const receipt = source?.receipt;
   if (!source?.event || typeof receipt?.leaf_index !== 'number' || typeof receipt.event_sha256 !== 'string') return null;
+  // seq is what people are shown; a receipt whose seq names another place than its leaf is not ours.
+  if (receipt.seq !== undefined && receipt.seq !== receipt.leaf_index + 1) return null;
   const { salt, event_commitment: commitment } = receipt;
   if (salt !== undefined && (typeof salt !== 'string' || !saltBytes(salt) || typeof commitment !== 'string')) return null;
   return { event: source.event, receipt: { leaf_index: receipt.leaf_index, event_sha256: receipt.event_sha256, ...(typeof salt === 'string' ? { salt, event_commitment: commitment as string } : {}) } };

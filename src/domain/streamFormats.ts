@@ -2,7 +2,7 @@
  * What a stream delivers for each event, in either format. Both carry the event's ledger receipt, so a
  * receiver can check every delivered event against a signed checkpoint of the organization's log.
  *
- * - `json`: `{ "event": <exactly as GET /v1/events/{id} returns it>, "receipt": { leaf_index, event_sha256[, event_commitment, salt] } }`,
+ * - `json`: `{ "event": <exactly as GET /v1/events/{id} returns it>, "receipt": { seq, leaf_index, event_sha256[, event_commitment, salt] } }`,
  *   written as text once per event for all streams (src/streams/eventSource.ts, `jsonItem`).
  * - `ocsf`: OCSF 1.3.0 API Activity (class 6003), our fields mapped as the README's table says, the
  *   original `{ event, receipt }` kept under `unmapped`.

@@ -40,7 +40,7 @@ export class EventSource {
 
   /** The event and its receipt (the OCSF format maps from it). */
   item(doc: EventDoc): StreamItem {
-    return { event: toEvent(doc), receipt: { leaf_index: doc.seq - 1, ...this.sha(doc) } };
+    return { event: toEvent(doc), receipt: { seq: doc.seq, leaf_index: doc.seq - 1, ...this.sha(doc) } };
   }
 
   /** The JSON format's item as text, `{"event":…,"receipt":…}`, written without parsing the stored metadata back. */
@@ -49,7 +49,7 @@ export class EventSource {
     if (text === undefined) {
       const { event_sha256: sha, event_commitment: commitment, salt } = this.sha(doc);
       const v2 = commitment === undefined ? '' : `,"event_commitment":"${commitment}","salt":"${salt}"`;
-      text = `{"event":${toEventJson(doc)},"receipt":{"leaf_index":${doc.seq - 1},"event_sha256":"${sha}"${v2}}}`;
+      text = `{"event":${toEventJson(doc)},"receipt":{"seq":${doc.seq},"leaf_index":${doc.seq - 1},"event_sha256":"${sha}"${v2}}}`;
       this.jsonItems.set(doc, text);
     }
     return text;

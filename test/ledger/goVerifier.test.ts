@@ -62,7 +62,7 @@ test('the Go verifier accepts the key, the checkpoint, every inclusion proof and
   const first = await verify(org, '-events', '60', '-save', saved);
   expect(first.stdout).not.toContain('FAIL');
   expect(first.code).toBe(0);
-  expect(first.stdout.match(/^ok {4}event .* is leaf \d+ of the signed tree of 300$/gm)).toHaveLength(60);
+  expect(first.stdout.match(/^ok {4}event .* is sequence number \d+ of the signed tree of 300$/gm)).toHaveLength(60);
 
   await write(org, 45);
   const second = await verify(org, '-events', '10', '-old', saved);
@@ -88,7 +88,7 @@ test('v1 and v2 leaves in one log: events from before salts were stored, then ne
   expect(result.code).toBe(0);
   expect(result.stdout.match(/^ok {4}event .*: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to$/gm)).toHaveLength(20);
   expect(result.stdout.match(/^ok {4}event .*: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to$/gm)).toHaveLength(15);
-  expect(result.stdout.match(/^ok {4}event .* is leaf \d+ of the signed tree of 35$/gm)).toHaveLength(35);
+  expect(result.stdout.match(/^ok {4}event .* is sequence number \d+ of the signed tree of 35$/gm)).toHaveLength(35);
 });
 
 test('a tile changed in the database makes the proofs fail', async () => {
@@ -103,7 +103,7 @@ test('a tile changed in the database makes the proofs fail', async () => {
   await tiles.updateOne({ _id: id }, { $set: { hashes: new Binary(bytes) } });
   const result = await verify(org, '-events', '20');
   expect(result.code).toBe(1);
-  expect(result.stdout).toMatch(/^FAIL {2}event .* is leaf/m);
+  expect(result.stdout).toMatch(/^FAIL {2}event .* is sequence number/m);
 });
 
 test('the key is pinned: a server whose key is not the pinned one fails', async () => {

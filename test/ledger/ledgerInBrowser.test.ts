@@ -75,10 +75,10 @@ describe('an event verified in the browser', () => {
     const event = await web.client.dashboard.events.get.query({ id });
     const proof = await proofOf(web, id);
     const changed = await verifyEventInclusion({ ...event, actor_name: 'Mallory' }, proof, verifier);
-    expect(changed.failures).toEqual(['the event differs from the one the server hashed', 'the event differs from the one the server committed to', `the event is not leaf 2 of the signed tree of ${proof.tree_size}`]);
+    expect(changed.failures).toEqual(['the event differs from the one the server hashed', 'the event differs from the one the server committed to', `the event is not sequence number 3 of the signed tree of ${proof.tree_size}`]);
     const flipped = proof.inclusion_path.map((p, i) => (i === 0 ? Buffer.from(randomBytes(32)).toString('base64') : p));
-    expect((await verifyEventInclusion(event, { ...proof, inclusion_path: flipped }, verifier)).failures).toEqual([`the event is not leaf 2 of the signed tree of ${proof.tree_size}`]);
-    expect((await verifyEventInclusion(event, { ...proof, leaf_index: 3 }, verifier)).failures).toEqual([`the event is not leaf 3 of the signed tree of ${proof.tree_size}`]);
+    expect((await verifyEventInclusion(event, { ...proof, inclusion_path: flipped }, verifier)).failures).toEqual([`the event is not sequence number 3 of the signed tree of ${proof.tree_size}`]);
+    expect((await verifyEventInclusion(event, { ...proof, leaf_index: 3 }, verifier)).failures).toEqual([`the event is not sequence number 4 of the signed tree of ${proof.tree_size}`]);
     expect((await verifyEventInclusion(event, { ...proof, inclusion_path: proof.inclusion_path.slice(1) }, verifier)).failures).toHaveLength(1);
 
     // The checkpoint: its text changed, or signed by another key.

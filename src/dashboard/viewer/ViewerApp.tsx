@@ -204,7 +204,7 @@ function EventDetail({ client, event, onClose }: { client: ReturnType<typeof cli
         </p>
       ) : check.data.failures.length === 0 ? (
         <p className="callout ok" data-testid="viewer-proof-verified">
-          Verified in this browser: the event is leaf {formatNumber(check.data.proof.leaf_index)} of the ledger&apos;s signed checkpoint of {plural(check.data.proof.tree_size, 'event')}.
+          Verified in this browser: the event is sequence number {formatNumber(check.data.proof.leaf_index + 1)} of the ledger&apos;s signed checkpoint of {plural(check.data.proof.tree_size, 'event')}.
         </p>
       ) : (
         <p className="callout danger" role="alert" data-testid="viewer-proof-failed">

@@ -9,7 +9,7 @@ export const receiptV2Fields = {
   salt: z.string().optional().meta({ description: 'v2 leaves: the event\'s 32-byte salt, 64 lowercase hex digits; deleted with the event when it is pruned or erased' }),
 };
 
-/** Where an event is in its log and what its leaf commits to: the part of a receipt streams deliver too. */
+/** Where an event is in the Merkle tree and what its leaf commits to. */
 const placeAndHashFields = {
   leaf_index: z.number().int().meta({
     description: 'The event\'s position in the Merkle tree, counted from 0 as RFC 6962 and the C2SP formats do (proofs, tiles): seq − 1. People are shown seq',
@@ -18,14 +18,14 @@ const placeAndHashFields = {
   ...receiptV2Fields,
 };
 
-/** A stream item's receipt (docs/streams.md): the leaf and hashes, without the write receipt's seq. */
-export type TLedgerReceipt = z.infer<z.ZodObject<typeof placeAndHashFields>>;
-
 /** The event's sequence number: the number people are shown (dashboard, CLI, README). */
 export const ZSeq = z.number().int().min(1).meta({
   description: 'The event\'s sequence number in its organization\'s log, counted from 1 (the organization\'s own records, such as its creation and its first key, take the first numbers)',
 });
 
-/** What a write answers for each event: its sequence number, its place in the tree and what the leaf commits to. */
+/**
+ * An event's receipt, as a write answers it and a stream delivers it (docs/streams.md): its sequence
+ * number, its place in the tree and what the leaf commits to.
+ */
 export const ZLedgerReceipt = z.object({ seq: ZSeq, ...placeAndHashFields }).meta({ id: 'LedgerReceipt' });
-export type TWriteReceipt = z.infer<typeof ZLedgerReceipt>;
+export type TLedgerReceipt = z.infer<typeof ZLedgerReceipt>;

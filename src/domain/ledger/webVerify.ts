@@ -93,7 +93,7 @@ export async function verifyEventInclusion(event: TEvent, proof: TInclusionProof
   const root = path.every((p) => p?.length === 32)
     ? rootFromInclusion(proof.leaf_index, checkpoint.size, leaf, path.map((p) => Promise.resolve(new Uint8Array(p as Uint8Array))), node)
     : null;
-  if (!root || !sameBytes(await root, checkpoint.root)) failures.push(`the event is not leaf ${proof.leaf_index} of the signed tree of ${checkpoint.size}`);
+  if (!root || !sameBytes(await root, checkpoint.root)) failures.push(`the event is not sequence number ${proof.leaf_index + 1} of the signed tree of ${checkpoint.size}`);
   return { checkpoint, failures };
 }
 
