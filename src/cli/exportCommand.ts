@@ -54,8 +54,11 @@ export async function runExport(options: ExportOptions): Promise<ExportSummary> 
   const report = (final: boolean) => {
     const now = Date.now();
     if (!final && (!live || now - lastReport < 500)) return;
+    // With --out the closing summary says the size; a final progress line only closes one already shown.
+    if (final && options.out && !line.open) return;
     lastReport = now;
-    process.stderr.write(`${live ? '\r' : ''}exported ${(bytes / 1e6).toFixed(1)} MB${final ? '\n' : ''}`);
+    const size = bytes < 1e6 ? `${(bytes / 1e3).toFixed(1)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
+    process.stderr.write(`${live ? '\r' : ''}exported ${size}${final ? '\n' : ''}`);
     line.open = !final;
   };
   const progress = new Transform({

@@ -2,9 +2,18 @@
  * Server-side sessions. The cookie holds a random token; the database holds its SHA-256, so logging
  * out (deleting the document) ends the session everywhere at once.
  */
+import { z } from 'zod';
 import { generateSessionToken } from '../domain/account';
+import { ZRole } from '../domain/roles';
 import type { SessionDoc, SessionEnd } from './documents';
 import type { Collections } from './database';
+
+/** An ended session exactly as `endFor` writes it: nothing more (no account), nothing of another type. */
+const ZEndedSession = z.strictObject({
+  _id: z.string(),
+  ended: z.strictObject({ reason: z.enum(['removed', 'left']), org_id: z.string().max(64), by_role: ZRole, at: z.date() }),
+  expires_at: z.date(),
+});
 
 export const SESSION_POLICY = {
   /** A session ends this long after sign-in, however active. */
@@ -59,8 +68,10 @@ export class SessionRepository {
 
   /** Why the session with this token hash was ended by a membership change, or null (unknown, logged out, expired). */
   async endOf(hash: string, now: Date): Promise<SessionEnd | null> {
-    const doc = await this.c.endedSessions.findOne({ _id: hash });
-    return doc?.ended && doc.expires_at > now ? doc.ended : null;
+    // The row is read as this service writes it, or not at all: a row of another shape (written by hand,
+    // or a live session's fields beside `ended`) tells the person nothing rather than something false.
+    const parsed = ZEndedSession.safeParse(await this.c.endedSessions.findOne({ _id: hash }));
+    return parsed.success && parsed.data.expires_at > now ? parsed.data.ended : null;
   }
 
   async delete(hash: string): Promise<void> {

@@ -22,12 +22,21 @@ export const MAX_LISTED_FIELDS = 20;
 /** The most problems one message spells out; the rest are counted. */
 const MAX_SPELLED_OUT = 3;
 
+/** The most unknown keys one clause names, and the longest name it repeats whole. */
+const MAX_KEYS_NAMED = 5;
+const MAX_NAME_CHARS = 64;
+
+function shortened(name: string): string {
+  return name.length > MAX_NAME_CHARS ? `${name.slice(0, MAX_NAME_CHARS)}…` : name;
+}
+
 /** The subject of a problem with the input as a whole (a path of no parts). */
 const WHOLE_INPUT = 'the request body';
 
 /** The first MAX_LISTED_FIELDS of `fields`, and their total when some were left out. */
 function bounded(fields: string[]): { fields: string[]; fieldsTotal?: number } {
-  return fields.length > MAX_LISTED_FIELDS ? { fields: fields.slice(0, MAX_LISTED_FIELDS), fieldsTotal: fields.length } : { fields };
+  const listed = fields.slice(0, MAX_LISTED_FIELDS).map(shortened);
+  return fields.length > MAX_LISTED_FIELDS ? { fields: listed, fieldsTotal: fields.length } : { fields: listed };
 }
 
 /** `events[3].actor.id`: names with dots, array positions in brackets. */
@@ -146,8 +155,11 @@ function problemOf(issue: Issue): string {
 /** One issue as one clause, in lower case as it stands after "Invalid request: ": "email must be a valid email address". */
 export function describeIssue(issue: Issue): string {
   if (issue.code === 'unrecognized_keys') {
-    const names = issue.keys.map((key) => dotted([...issue.path, key]));
-    return `${listed(names, 'and')} ${names.length > 1 ? 'are not known fields' : 'is not a known field'}`;
+    // The keys are the client's words: a few are named, each cut short, so a body of huge or countless keys gets a small answer.
+    const names = issue.keys.slice(0, MAX_KEYS_NAMED).map((key) => shortened(dotted([...issue.path, key])));
+    const rest = issue.keys.length - names.length;
+    if (rest > 0) names.push(counted(rest, 'other'));
+    return `${listed(names, 'and')} ${issue.keys.length > 1 ? 'are not known fields' : 'is not a known field'}`;
   }
   return `${issue.path.length ? dotted(issue.path) : WHOLE_INPUT} ${problemOf(issue)}`;
 }

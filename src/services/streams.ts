@@ -95,7 +95,7 @@ export class StreamService {
     const at = this.clock.now();
     const doc = await this.store.forTenant(principal.tenant).requestRetry(id, at);
     if (!doc) throw notFound();
-    this.deliverer.retryNow(id, at);
+    this.deliverer.retryNow(doc);
     void this.deliverer.scan();
     return (await this.views(principal.tenant, [doc]))[0] as TStream;
   }
@@ -135,6 +135,7 @@ export class StreamService {
       // Failing from the first failed attempt: a person looking should not see green while every delivery is refused.
       const failing = (p?.failing_since ?? null) !== null;
       const state: StreamState = doc.paused ? 'paused' : failing ? 'failing' : 'active';
+      const nextAttempt = isoOf(p?.next_attempt_at);
       return {
         id: doc._id,
         name: doc.name,
@@ -145,14 +146,20 @@ export class StreamService {
         delivered_seq: delivered,
         lag_events: lag,
         lag_seconds: oldest ? Math.max(0, (now.getTime() - oldest.received_at.getTime()) / 1000) : null,
-        last_delivery_at: p?.last_delivery_at?.toISOString() ?? null,
+        last_delivery_at: isoOf(p?.last_delivery_at),
         last_error: failing ? (p?.last_error ?? null) : null,
-        last_error_at: failing ? (p?.last_error_at?.toISOString() ?? null) : null,
-        failing_since: p?.failing_since?.toISOString() ?? null,
-        next_attempt_at: failing && !doc.paused ? (p?.next_attempt_at?.toISOString() ?? null) : null,
+        last_error_at: failing ? isoOf(p?.last_error_at) : null,
+        failing_since: isoOf(p?.failing_since),
+        // Past means an attempt is under way (a slow destination) or about to be: no time to count down to.
+        next_attempt_at: failing && !doc.paused && nextAttempt !== null && nextAttempt > now.toISOString() ? nextAttempt : null,
         created_at: doc.created_at.toISOString(),
         history: (p?.history ?? []).map((h) => ({ minute: h.minute.toISOString(), delivered: h.delivered, failed: h.failed })),
       };
     }));
   }
+}
+
+/** A progress time as ISO 8601, or null: a value that is not a valid date (written by hand) reads as none. */
+function isoOf(value: unknown): string | null {
+  return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : null;
 }

@@ -40,6 +40,22 @@ import type { EventSource } from './eventSource';
 const HISTORY_MINUTES = 60;
 /** How long a stop waits for sends in flight before cutting them off. */
 const STOP_GRACE_MS = 1000;
+/** The least time between two attempts of a failing stream, however often "Retry now" is asked. */
+const MIN_RETRY_GAP_MS = 1000;
+/** How far ahead of this instance's clock a retry request may be stamped (another instance's clock). */
+const RETRY_CLOCK_SKEW_MS = 60_000;
+
+/**
+ * When "Retry now" was last asked of a stream, in ms, or null: a value that is not a time, or one stamped
+ * further in the future than clocks differ (written behind the service's back), is no request, so it can
+ * neither crash a scan nor silence the requests that come after it.
+ */
+function retryRequestOf(doc: StreamDoc, now: Date): number | null {
+  const at: unknown = doc.retry_requested_at;
+  if (!(at instanceof Date)) return null;
+  const ms = at.getTime();
+  return Number.isFinite(ms) && ms <= now.getTime() + RETRY_CLOCK_SKEW_MS ? ms : null;
+}
 const FIRST_BACKOFF_MS = 1000;
 
 /** Wait before attempt `failures` + 1: full jitter over an exponential bound (AWS's "full jitter"). */
@@ -175,7 +191,10 @@ export class StreamDeliverer {
 
   /** Reads the streams now (the API calls it after a change, so a new stream starts without waiting for the next scan). */
   scan(): Promise<void> {
-    this.scanning ??= this.scanOnce().finally(() => { this.scanning = null; });
+    // One stream's row that nothing here expected must not take the scan, or the process, with it.
+    this.scanning ??= this.scanOnce()
+      .catch((error: unknown) => this.log.error({ error: String(error) }, 'the log streams scan failed; it runs again at the next interval'))
+      .finally(() => { this.scanning = null; });
     return this.scanning;
   }
 
@@ -198,14 +217,18 @@ export class StreamDeliverer {
       }
     }
     for (const [id, doc] of wanted) {
-      const running = this.runs.get(id);
-      if (running) {
-        running.retryIfAsked(doc.retry_requested_at);
-        continue;
+      try {
+        const running = this.runs.get(id);
+        if (running) {
+          running.retryIfAsked(doc);
+          continue;
+        }
+        const run = new StreamRun(doc, this, this.store, this.ledger, this.options, this.clock, this.log.child({ stream: id, tenant: doc.tenant }));
+        this.runs.set(id, run);
+        run.start();
+      } catch (error) {
+        this.log.error({ stream: id, tenant: doc.tenant, error: String(error) }, 'cannot run the log stream; its row is not as this service wrote it');
       }
-      const run = new StreamRun(doc, this, this.store, this.ledger, this.options, this.clock, this.log.child({ stream: id, tenant: doc.tenant }));
-      this.runs.set(id, run);
-      run.start();
     }
     this.stats.running = this.runs.size;
     this.stats.failing = [...this.runs.values()].filter((run) => run.failing).length;
@@ -233,8 +256,8 @@ export class StreamDeliverer {
   }
 
   /** Ends the backoff wait of a stream run here now (the API calls it on "Retry now"; other instances see the request at their next scan). */
-  retryNow(id: string, requestedAt: Date): void {
-    this.runs.get(id)?.retryIfAsked(requestedAt);
+  retryNow(doc: StreamDoc): void {
+    this.runs.get(doc._id)?.retryIfAsked(doc);
   }
 
   /** A run ended by itself (the stream was deleted): forget it, so a later scan may start it again. */
@@ -264,13 +287,14 @@ class StreamRun {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
-    this.retryAnswered = doc.retry_requested_at?.getTime() ?? 0;
+    this.retryAnswered = retryRequestOf(doc, clock.now()) ?? 0;
   }
 
   /** A retry request newer than the last one answered ends the backoff wait now: the batch is sent again at once. */
-  retryIfAsked(requestedAt: Date | undefined): void {
-    if (!requestedAt || requestedAt.getTime() <= this.retryAnswered) return;
-    this.retryAnswered = requestedAt.getTime();
+  retryIfAsked(doc: StreamDoc): void {
+    const requested = retryRequestOf(doc, this.clock.now());
+    if (requested === null || requested <= this.retryAnswered) return;
+    this.retryAnswered = requested;
     if (this.backingOff) {
       this.log.info('stream retried now, as asked');
       this.wake?.();
@@ -351,9 +375,13 @@ class StreamRun {
         const backoff = backoffMs(failures, this.options.maxBackoffMs);
         const wait = Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(this.options.maxBackoffMs, failure.retryAfterMs ?? 0));
         progress = await this.failed(progress, failure, failures, wait);
+        const failedAt = performance.now();
         this.backingOff = true;
         await this.sleep(wait);
         this.backingOff = false;
+        // Woken early by "Retry now": however often it is asked, a destination gets at most one attempt a second.
+        const since = performance.now() - failedAt;
+        if (since < MIN_RETRY_GAP_MS) await this.sleep(MIN_RETRY_GAP_MS - since);
         continue;
       }
       if (batch.stale) {
@@ -432,7 +460,7 @@ class StreamRun {
       failing: now.getTime() - since.getTime() >= this.options.failingAfterMs,
       history: bump(progress.history, now, 0, 1),
     };
-    if (next.failing && !progress.failing) this.log.warn({ error: failure.message, failures }, 'stream marked failing: its destination has refused or been unreachable past the limit');
+    if (next.failing && !progress.failing) this.log.warn({ error: failure.message, failures, failing_since: since }, 'stream failing for longer than STREAM_FAILING_AFTER_MS: its destination has refused or been unreachable since failing_since');
     await this.save(next);
     return next;
   }

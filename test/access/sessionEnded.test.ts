@@ -4,7 +4,9 @@
  * removed (by whom, by role) or left, and from which organization. Other ends (logout, an unknown
  * cookie) say nothing more. What remains of an ended session names no account.
  */
+import type { Collection } from 'mongodb';
 import { TRPCClientError } from '@trpc/client';
+import { hashSessionToken } from '../../src/domain/account';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { uniqueEmail, WebSession } from '../helpers/webSession';
 
@@ -70,4 +72,27 @@ test('other ends of a session say nothing more than "Not signed in"', async () =
   await viewer.client.account.logout.mutate();
   expect(await refusal(viewer.client.dashboard.events.list.query({}))).toEqual({ status: 401, code: 'NOT_SIGNED_IN', message: 'Not signed in' });
   expect(await refusal(new WebSession(app.url).client.dashboard.events.list.query({}))).toEqual({ status: 401, code: 'NOT_SIGNED_IN', message: 'Not signed in' });
+});
+
+test('a row written behind the service\'s back tells nothing: a live session beside `ended`, or an `ended` of another shape', async () => {
+  const { viewer } = await orgWithViewer('Alice Org');
+  const bravo = new WebSession(app.url);
+  await bravo.signup(uniqueEmail('bravo'), PASSWORD, 'Bravo Org');
+  const hash = hashSessionToken(decodeURIComponent((viewer.cookie ?? '').split('=')[1] ?? ''));
+  const sessions = app.collections.sessions as unknown as Collection<{ _id: string } & Record<string, unknown>>;
+  const live = await sessions.findOne({ _id: hash });
+  expect(live).not.toBeNull();
+  const otherOrg = (await bravo.client.account.me.query())?.organization.id;
+  const end = { reason: 'removed', org_id: otherOrg, by_role: 'owner', at: new Date() };
+  const shapes: Record<string, unknown>[] = [
+    // The live session's fields kept beside an end naming another organization: refused, and told nothing false.
+    { ...live, ended: end },
+    { _id: hash, ended: 'garbage', expires_at: live?.expires_at },
+    { _id: hash, ended: { ...end, reason: 'pwned', by_role: 'root' }, expires_at: live?.expires_at },
+    { _id: hash, ended: { ...end, org_id: { a: 1 } }, expires_at: live?.expires_at },
+  ];
+  for (const shape of shapes) {
+    await sessions.replaceOne({ _id: hash }, shape);
+    expect(await refusal(viewer.client.dashboard.events.list.query({}))).toEqual({ status: 401, code: 'NOT_SIGNED_IN', message: 'Not signed in' });
+  }
 });

@@ -37,7 +37,9 @@ describe('creating an event', () => {
         api_key_id: org.keyId,
       },
       // The ledger receipt (issue 11): its place in the organization's log and the hash the leaf commits to.
+      // seq is what people are shown; leaf_index, the tree's position the proofs use, is seq - 1.
       ledger: {
+        seq: expect.any(Number),
         leaf_index: expect.any(Number),
         event_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
         // A v2 leaf (issue 25): the salted commitment the leaf holds, and the salt that opens it.
@@ -45,6 +47,7 @@ describe('creating an event', () => {
         salt: expect.stringMatching(/^[0-9a-f]{64}$/),
       },
     });
+    expect(res.body.ledger.leaf_index).toBe(res.body.ledger.seq - 1);
   });
 
   test('the minimal body: optional fields are null, metadata is an empty object, timestamp is the receive time', async () => {

@@ -4,6 +4,7 @@
  * the deliverer try at once instead of waiting out a Retry-After of ten minutes; a recovered stream shows
  * no stale error; a successful test of a failing stream retries it, and that delivery decides.
  */
+import type { Collection } from 'mongodb';
 import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { type Receiver, webhookItems, webhookReceiver } from '../helpers/streamReceivers';
@@ -103,6 +104,33 @@ test('"Retry now" on a paused stream leaves it paused; an unknown or another org
     // Resumed, it starts with its backoff over (a new run), and delivers.
     await call(`${app.url}/v1/streams/${id}/resume`, { key: org.key, body: {} });
     await eventually('delivered after resume', async () => (await view(org, id)).state === 'active' && webhookItems(receiver).length > 0);
+  } finally {
+    await receiver.stop();
+  }
+});
+
+test('stream rows changed behind the service\'s back: a retry time that is no time, or far in the future, neither stops delivery nor silences "Retry now"; bad progress times read as none', async () => {
+  const org = await app.org();
+  const { id, receiver } = await refusedStream(org);
+  const streams = app.collections.streams as unknown as Collection<{ _id: string }>;
+  const progress = app.collections.streamProgress as unknown as Collection<{ _id: string }>;
+  try {
+    await eventually('failing', async () => receiver.refused.length > 0 && (await view(org, id)).state === 'failing');
+    // Not a time: before the fix the next scan threw, the process died, and it could not start again.
+    await streams.updateOne({ _id: id }, { $set: { retry_requested_at: 'not a date' } });
+    await app.services.streamDelivery.scan();
+    await streams.updateOne({ _id: id }, { $set: { retry_requested_at: new Date('9999-01-01T00:00:00Z') } });
+    await app.services.streamDelivery.scan();
+    // Progress times that are not times: the list still answers, with none.
+    await progress.updateOne({ _id: id }, { $set: { last_error_at: 'yesterday', next_attempt_at: { a: 1 } } });
+    const listed = await call(`${app.url}/v1/streams`, { key: org.key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.find((s: { id: string }) => s.id === id)).toMatchObject({ state: 'failing', last_error_at: null, next_attempt_at: null });
+
+    // The far-future stamp did not become the newest request answered: "Retry now" still ends the wait.
+    receiver.mode = { kind: 'ok' };
+    expect((await call(`${app.url}/v1/streams/${id}/retry`, { key: org.key, body: {} })).status).toBe(200);
+    await eventually('delivered after "Retry now"', async () => (await view(org, id)).state === 'active' && webhookItems(receiver).length > 0);
   } finally {
     await receiver.stop();
   }

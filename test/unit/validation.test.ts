@@ -125,6 +125,14 @@ describe('each issue code is one clause naming its field', () => {
       code: 'VALIDATION_FAILED', message: 'Invalid request: colour is not a known field', fields: ['colour'],
     });
   });
+
+  test('countless or huge unknown keys get a small answer: five named, each cut at 64 characters, the rest counted', () => {
+    const keys = ['k'.repeat(10_000), ...Array.from({ length: 9_999 }, (_, i) => `extra${i}`)];
+    const error = unknownFieldsError(keys);
+    expect(error.message).toBe(`Invalid request: ${'k'.repeat(64)}…, extra0, extra1, extra2, extra3 and 9995 others are not known fields`);
+    expect(error.details.fields).toHaveLength(20);
+    expect(error.details.fields?.[0]).toBe(`${'k'.repeat(64)}…`);
+  });
 });
 
 describe('the schemas people meet', () => {
