@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from './config/env';
 import { connectDatabase, DatabaseStartError } from './db/connect';
 import { systemClock } from './domain/time';
-import { createHttpApp } from './http/app';
+import { createHttpApp, SERVER_TIMEOUTS } from './http/app';
 import { createInternalListener } from './http/internalApp';
 import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   });
 
   const metricsServer = createMetricsServer(metrics);
-  const server = createServer(listener);
+  const server = createServer(SERVER_TIMEOUTS, listener);
   // Other instances on this database forward events to the internal listener; alone, nothing is ever sent to it.
   const internal = createServer(createInternalListener(services.ingest));
   let port: number, metricsPort: number, internalPort: number;

@@ -30,7 +30,7 @@ export interface AdminDatabase {
 /** Runs `use` with the database open; `indexes`: make sure the indexes exist first (commands that write). */
 export async function withAdminDatabase<T>(use: (db: AdminDatabase) => Promise<T>, options: { indexes?: boolean } = {}): Promise<T> {
   const config = loadConfig();
-  const database = await connectDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr));
+  const database = await connectDatabase(config, createLogger(config.cliLogLevel, process.stderr));
   try {
     const c = collections(database.db);
     if (options.indexes) await ensureIndexes(c);

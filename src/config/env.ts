@@ -6,6 +6,8 @@ import type { StreamOptions } from '../domain/stream';
 
 const capValue = z.coerce.number().int().min(0);
 const positive = z.coerce.number().int().min(1);
+const ZLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+export type LogLevel = z.infer<typeof ZLogLevel>;
 
 const ZEnv = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -16,7 +18,10 @@ const ZEnv = z.object({
     .optional(),
   MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be 1-63 letters, digits, _ or -').default('audit_ledger'),
   DATA_DIR: z.string().default('./data'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // No default here: the service's is info, the CLI's (which logs to stderr beside its answer) warn.
+  LOG_LEVEL: ZLogLevel.optional(),
+  // Pinned: the data files under DATA_DIR must keep opening after a dependency upgrade.
+  MONGOMS_VERSION: z.string().regex(/^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$/, 'must be a MongoDB version, e.g. 7.0.14').default('7.0.14'),
   PLAN_CAP_FREE: capValue.default(10_000),
   PLAN_CAP_PRO: capValue.default(1_000_000),
   PLAN_CAP_ENTERPRISE: capValue.default(100_000_000),
@@ -69,7 +74,7 @@ const ZEnv = z.object({
 export type Env = z.infer<typeof ZEnv>;
 
 
-/** What one request may cost the service; each is a variable above, with its default there (README, "Configuration"). */
+/** What one request may cost the service; each is a variable above, with its default there (docs/configuration.md). */
 export interface Limits {
   /** `metadata` as JSON text, in bytes. */
   metadataBytes: number;
@@ -98,7 +103,12 @@ export interface Config {
   mongodbUri: string | undefined;
   mongodbDb: string;
   dataDir: string;
-  logLevel: Env['LOG_LEVEL'];
+  /** The embedded MongoDB's version (used when MONGODB_URI is unset). */
+  embeddedMongoVersion: string;
+  /** The service's log level (default info). */
+  logLevel: LogLevel;
+  /** The admin CLI's log level, for what it logs to stderr (default warn: its answer is what a person reads). */
+  cliLogLevel: LogLevel;
   planCaps: Record<Plan, number>;
   publicUrl: string | undefined;
   /** Where the other instances on the same database reach this one's internal listener (default: http://INTERNAL_HOST:<its port>). */
@@ -160,7 +170,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbUri: e.MONGODB_URI,
     mongodbDb: e.MONGODB_DB,
     dataDir: e.DATA_DIR,
-    logLevel: e.LOG_LEVEL,
+    embeddedMongoVersion: e.MONGOMS_VERSION,
+    logLevel: e.LOG_LEVEL ?? 'info',
+    cliLogLevel: e.LOG_LEVEL ?? 'warn',
     planCaps: { free: e.PLAN_CAP_FREE, pro: e.PLAN_CAP_PRO, enterprise: e.PLAN_CAP_ENTERPRISE },
     publicUrl: e.PUBLIC_URL,
     instanceUrl: e.INSTANCE_URL,

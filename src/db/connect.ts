@@ -29,8 +29,6 @@ export class DatabaseStartError extends Error {
 }
 
 const EMBEDDED_PORT = 27117;
-// Pinned: the data files under DATA_DIR must keep opening after a dependency upgrade.
-const EMBEDDED_VERSION = process.env.MONGOMS_VERSION ?? '7.0.14';
 
 interface EmbeddedInfo {
   uri: string;
@@ -128,7 +126,8 @@ async function startFerretDb(dataDir: string, why: string): Promise<Started> {
   }
 }
 
-async function startEmbedded(dataDir: string, log: Logger): Promise<Started> {
+/** `version`: the pinned MongoDB (MONGOMS_VERSION, config/env.ts). */
+async function startEmbedded(dataDir: string, version: string, log: Logger): Promise<Started> {
   const remembered = readFallback(dataDir);
   if (remembered) {
     const file = fallbackPath(dataDir);
@@ -146,7 +145,7 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<Started> {
     // The binary first, on its own: its failure is the one expected condition (no internet) that the
     // FerretDB fallback answers and that is remembered. MongoMemoryServer.create would also print it
     // with its stack trace.
-    await MongoBinary.getPath({ version: EMBEDDED_VERSION });
+    await MongoBinary.getPath({ version });
   } catch (error) {
     const reason = oneLine(error);
     if (localFerretDbMissing()) return startFerretDb(dataDir, `MongoDB could not be downloaded (${reason})`);
@@ -162,7 +161,7 @@ async function startEmbedded(dataDir: string, log: Logger): Promise<Started> {
   try {
     server = await MongoMemoryServer.create({
       instance: { dbPath, storageEngine: 'wiredTiger', port: EMBEDDED_PORT, ip: '127.0.0.1' },
-      binary: { version: EMBEDDED_VERSION },
+      binary: { version },
     });
   } catch (error) {
     throw new DatabaseStartError(`Could not start the embedded MongoDB under ${dbPath}: ${oneLine(error)}\nSet MONGODB_URI to a MongoDB 6+ server, or free port ${EMBEDDED_PORT}.`);
@@ -195,7 +194,7 @@ export function clientOptions(timeoutMs: number): MongoClientOptions {
   return { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs, maxPoolSize: 50 };
 }
 
-export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongodbDb' | 'dataDir' | 'dbTimeoutMs'>, log: Logger): Promise<Database> {
+export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongodbDb' | 'dataDir' | 'dbTimeoutMs' | 'embeddedMongoVersion'>, log: Logger): Promise<Database> {
   let started: Started;
   const running = config.mongodbUri ? undefined : runningEmbedded(config.dataDir);
   if (config.mongodbUri) {
@@ -205,7 +204,7 @@ export async function connectDatabase(config: Pick<Config, 'mongodbUri' | 'mongo
     started = { uri: running, kind: 'embedded-mongodb', stop: () => Promise.resolve() };
     log.info({ database: 'embedded-mongodb' }, `database: the embedded MongoDB another process runs on ${resolve(config.dataDir)} (${embeddedInfoPath(config.dataDir)})`);
   } else {
-    started = await startEmbedded(config.dataDir, log);
+    started = await startEmbedded(config.dataDir, config.embeddedMongoVersion, log);
   }
   const { uri, kind, stop } = started;
   const client = new MongoClient(uri, clientOptions(config.dbTimeoutMs));

@@ -127,13 +127,13 @@ export const ZCreateEventInput = z
 export type TCreateEventInput = z.infer<typeof ZCreateEventInput>;
 
 /**
- * An Idempotency-Key (README, "Idempotent writes"): sent as the `Idempotency-Key` header, or by tRPC
+ * An Idempotency-Key (docs/api.md, decision 17): sent as the `Idempotency-Key` header, or by tRPC
  * clients, which send no headers of their own per call, as the `idempotency_key` input field.
  */
 export const ZIdempotencyKey = z
   .string()
   .regex(/^[\x20-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters')
-  .meta({ description: 'Makes retries safe: a request repeated with the same key stores nothing new and answers as the first did (README, "Idempotent writes")' });
+  .meta({ description: 'Makes retries safe: a request repeated with the same key stores nothing new and answers as the first did (docs/api.md, decision 17)' });
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';

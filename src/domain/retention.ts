@@ -376,7 +376,7 @@ export const ZRemovedNotice = z.object({
   erased: z.number().int(),
   pruned_before: z.string().nullable(),
   policy_days: z.number().int().nullable(),
-}).meta({ id: 'RemovedEvents', description: 'Events removed from this organization\'s log: pruned under its retention policy (received before pruned_before) or erased on request; each removal is an entry of the log (README, "Retention and erasure")' });
+}).meta({ id: 'RemovedEvents', description: 'Events removed from this organization\'s log: pruned under its retention policy (received before pruned_before) or erased on request; each removal is an entry of the log (docs/retention.md)' });
 export type TRemovedNotice = z.infer<typeof ZRemovedNotice>;
 
 /** The export's header naming removed events (as the list page's `removed`). */

@@ -1,7 +1,7 @@
 /**
  * Members and what each role may do. One table (`ROLE_PERMISSIONS`) decides every dashboard procedure:
  * each names its permission in its meta, `sessionProcedure` checks it against the member's role as the
- * database holds it at that request, and the role matrix test and the README's table are read from here.
+ * database holds it at that request, and the role matrix test and docs/access.md's table are read from here.
  */
 import { z } from 'zod';
 import type { Scope } from './apiKey';
@@ -39,7 +39,6 @@ export const ROLE_PERMISSIONS = {
 } as const satisfies Record<string, readonly Role[]>;
 
 export type Permission = keyof typeof ROLE_PERMISSIONS;
-export const PERMISSIONS = Object.keys(ROLE_PERMISSIONS) as Permission[];
 
 export function can(role: Role, permission: Permission): boolean {
   return (ROLE_PERMISSIONS[permission] as readonly Role[]).includes(role);

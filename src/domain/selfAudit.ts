@@ -1,7 +1,7 @@
 /**
  * The service's own record of changes to an organization: audit events in that organization's own log
  * (signed and verifiable like the rest, counted against no cap), with the acting member, key or operator
- * as actor. The table is the documented list (README, "The service audits itself").
+ * as actor. The table is the documented list (docs/access.md, "The service audits itself").
  */
 export const SELF_AUDIT_ACTIONS = {
   'audit_ledger.member.invited': 'An invitation was created (resource: the invitation; metadata: email, role)',
@@ -37,7 +37,7 @@ export type AuditActor =
   /** A key, with the scopes it held when it acted (written beside `actor_type`, as a member's `role` is). */
   | { type: 'api_key'; keyId: string; scopes?: readonly string[] }
   | { type: 'operator' }
-  | { type: 'viewer_token'; organizationId: string }
+  | { type: 'viewer_token'; eventOrganizationId: string }
   /** The service's own scheduled work (the prune job). */
   | { type: 'service'; job: string }
   /** Someone not signed in: a failed sign-in's email. */

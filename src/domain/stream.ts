@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { text } from './text';
 
-/** How an instance delivers streams: each is a setting (README, "Configuration"). */
+/** How an instance delivers streams: each is a setting (docs/configuration.md). */
 export interface StreamOptions {
   /** How often the list of streams is read (new, paused, deleted streams; instances come and go). */
   scanIntervalMs: number;

@@ -4,7 +4,7 @@
  *
  * - `json`: `{ "event": <exactly as GET /v1/events/{id} returns it>, "receipt": { seq, leaf_index, event_sha256[, event_commitment, salt] } }`,
  *   written as text once per event for all streams (src/streams/eventSource.ts, `jsonItem`).
- * - `ocsf`: OCSF 1.3.0 API Activity (class 6003), our fields mapped as the README's table says, the
+ * - `ocsf`: OCSF 1.3.0 API Activity (class 6003), our fields mapped as docs/streams.md's table says, the
  *   original `{ event, receipt }` kept under `unmapped`.
  */
 import type { TEvent } from './eventFields';

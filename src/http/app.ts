@@ -23,6 +23,14 @@ import { sessionExportAuth } from './sessionExport';
 import { admitStrangers } from './strangers';
 import { TRPC_PREFIX, trpcRoute } from './trpcRoute';
 
+/**
+ * Keep-alive of the public server: a connection idle this long is closed. Node's 5 s default is shorter
+ * than what clients and proxies assume (load balancers keep idle connections 60 s; undici reuses one until
+ * the server's hint less a second): a server busy for a moment past it closes a connection whose next
+ * request is already on the wire, and the client gets ECONNRESET. Headers must be allowed longer still.
+ */
+export const SERVER_TIMEOUTS = { keepAliveTimeout: 65_000, headersTimeout: 66_000 } as const;
+
 export interface HttpApp {
   koa: Koa<AppState>;
   /** For `http.createServer`: Koa answers every error itself, so its promise is not awaited. */

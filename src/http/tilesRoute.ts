@@ -8,7 +8,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { bearerToken } from '../domain/apiKey';
 import { AppError } from '../domain/errors';
-import { INSTALLATION } from '../ledger/integrator';
+import { INSTALLATION } from '../domain/ledger/log';
 import type { Services } from '../services/container';
 import type { AppState } from './appState';
 import type { ExportAuthenticator } from './exportRoute';

@@ -20,7 +20,8 @@ import { isTombstone, leafCommitOfStored, type LedgerEntryDoc, toEvent } from '.
 import { checkRetention, type LogEntry, logEntryOf } from '../domain/retention';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
-import { entryFieldsOfBody, INSTALLATION, logOrigin, signedLeafIs } from './integrator';
+import { INSTALLATION, logOrigin } from '../domain/ledger/log';
+import { entryFieldsOfBody, signedLeafIs } from './installationEntries';
 import { TileReader } from './tileReader';
 
 /** How far from its signed place a moved event is looked for; one moved further is reported as an edit. */

@@ -7,14 +7,14 @@
  * The check reads a few checkpoints, never a scan: the installation log's newest (its head, then the
  * checkpoint by id: two point reads) and any one checkpoint (a read with no filter and no sort, which
  * FerretDB limits in PostgreSQL: db/installationStore.ts). The key fits when one of them is signed by it, or when none is stored.
- * A checkpoint tampered with is not this check's business: the integrator halts its log (integrator.ts).
+ * A checkpoint tampered with is not this check's business: the integrator halts its log (integrate.ts, at its load).
  */
 import { resolve } from 'node:path';
 import type { LedgerCheckpointDoc } from '../db/documents';
 import type { InstallationStore } from '../db/installationStore';
 import { fromBase64, hex8 } from '../domain/ledger/formats';
 import { openNote, type Verifier } from '../domain/ledger/note';
-import { INSTALLATION } from './integrator';
+import { INSTALLATION } from '../domain/ledger/log';
 import { SigningKeyError } from './signingKey';
 
 /** The start was refused: the stored ledger was signed by another key than the key file's (or there is no key file). */

@@ -19,7 +19,7 @@ import { RowMac } from '../domain/ledger/rowMac';
 import { type LedgerCheckpointDoc, leafCommitOfStored } from '../db/documents';
 import { checkpointId, type LedgerStore, type TenantLedgerStore } from '../db/ledgerStore';
 import { isOwnEntry, isOwnStored, rowMacOf } from '../db/rowMacs';
-import { logOrigin } from './integrator';
+import { logOrigin } from '../domain/ledger/log';
 
 /** Rows sealed per write. */
 const SEAL_BATCH = 1_000;

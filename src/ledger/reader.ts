@@ -9,7 +9,8 @@ import type { Clock } from '../domain/time';
 import { type LedgerCheckpointDoc, type LedgerEntryDoc, leafCommitOfStored, type StoredEvent } from '../db/documents';
 import type { LeafCommit } from '../domain/ledger/formats';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
-import { INSTALLATION, type LedgerIntegrator, logOrigin } from './integrator';
+import { INSTALLATION, logOrigin } from '../domain/ledger/log';
+import type { LedgerIntegrator } from './integrator';
 import { TileReader } from './tileReader';
 import { checkpointBody } from '../domain/ledger/witnessFormats';
 

@@ -21,7 +21,8 @@ import { addCheckpointBody, noteText, parsePolicy, parseSignatureLines, type Pol
 import type { LedgerCheckpointDoc, LedgerWitnessDoc } from '../db/documents';
 import type { WitnessStore } from '../db/witnessStore';
 import { describeDbError } from '../db/errors';
-import { INSTALLATION, type InstallationWitnessing, LedgerHalt, LogBehind } from './integrator';
+import { INSTALLATION, LedgerHalt, LogBehind } from '../domain/ledger/log';
+import type { InstallationWitnessing } from './integrate';
 import type { TenantLedgerReader } from './reader';
 
 /** Reads LEDGER_WITNESS_POLICY's file; throws a ConfigError naming the file and the line that is wrong. */

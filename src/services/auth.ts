@@ -19,10 +19,12 @@ export type ApiKeyPrincipal = { kind: 'apiKey'; tenant: string; keyId: string; k
 /** A person signed in to the dashboard (services/accounts.ts), acting in one organization with their role there. */
 export type SessionPrincipal = { kind: 'session'; tenant: string; accountId: string; email: string; role: Role; sessionHash: string };
 /**
- * One of an organization's customers with a viewer token (services/viewer.ts): reads only events whose
- * organization_id is `organizationId` (and, when `actions` is set, whose action is among them).
+ * One of an organization's customers with a viewer token (services/viewer.ts): reads only the tenant's
+ * events whose organization_id field is `eventOrganizationId` (and, when `actions` is set, whose action
+ * is among them). That field is a value the client sends, not an organization of this service, which
+ * is `tenant` here as everywhere else.
  */
-export type ViewerPrincipal = { kind: 'viewer'; tenant: string; organizationId: string; actions: readonly string[] | null; expiresAt: Date };
+export type ViewerPrincipal = { kind: 'viewer'; tenant: string; eventOrganizationId: string; actions: readonly string[] | null; expiresAt: Date };
 /** Whoever reads: the tenant, and for a viewer the part of it they may see (services/events.ts). */
 export type Principal = ApiKeyPrincipal | SessionPrincipal | ViewerPrincipal;
 

@@ -110,7 +110,7 @@ export async function createServices(
   // Without options (the admin CLI), the ledger serves reads and never signs.
   const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: config.ledgerIntervalMs };
   const ledgerStore = stores.ledger;
-  const integrator = new LedgerIntegrator(ledgerStore, ledgerOptions, clock, log);
+  const integrator = new LedgerIntegrator({ ...ledgerOptions, store: ledgerStore, clock, log });
   const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
   const policy = config.ledger?.witnessPolicy;
   const witnessStore = stores.witnesses;

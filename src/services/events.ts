@@ -48,19 +48,19 @@ export function toEventQuery(filters: TEventFilters): EventQuery {
 export function queryFor(principal: Principal, filters: TEventFilters): EventQuery {
   const query = toEventQuery(filters);
   if (principal.kind !== 'viewer') return query;
-  if (filters.organization_id !== undefined && filters.organization_id !== principal.organizationId) {
-    throw new AppError('OUTSIDE_VIEWER_SCOPE', `This viewer token shows only organization_id ${principal.organizationId}`, { fields: ['organization_id'] });
+  if (filters.organization_id !== undefined && filters.organization_id !== principal.eventOrganizationId) {
+    throw new AppError('OUTSIDE_VIEWER_SCOPE', `This viewer token shows only organization_id ${principal.eventOrganizationId}`, { fields: ['organization_id'] });
   }
   if (principal.actions && filters.action !== undefined && !principal.actions.includes(filters.action)) {
     throw new AppError('OUTSIDE_VIEWER_SCOPE', 'This viewer token does not show that action', { fields: ['action'] });
   }
-  return { ...query, organization_id: principal.organizationId, ...(principal.actions && filters.action === undefined ? { actions: principal.actions } : {}) };
+  return { ...query, organization_id: principal.eventOrganizationId, ...(principal.actions && filters.action === undefined ? { actions: principal.actions } : {}) };
 }
 
 /** Whether the principal may see this event of its tenant (a viewer only its part). */
 export function visibleTo(principal: Principal, doc: Pick<EventDoc, 'organization_id' | 'action'>): boolean {
   if (principal.kind !== 'viewer') return true;
-  return doc.organization_id === principal.organizationId && (principal.actions === null || principal.actions.includes(doc.action));
+  return doc.organization_id === principal.eventOrganizationId && (principal.actions === null || principal.actions.includes(doc.action));
 }
 
 export class EventService {
@@ -93,7 +93,7 @@ export class EventService {
     return { output: { success: true, event: this.answerOf(doc), ledger: this.receiptOf(doc) }, replayed };
   }
 
-  /** Many events, stored all or none toward the caller, in order (README, "Batches"). */
+  /** Many events, stored all or none toward the caller, in order (docs/api.md, decision 18). */
   async createBatch(principal: ApiKeyPrincipal, events: TCreateEventInput[], key?: string): Promise<{ output: TCreateBatchOutput; replayed: boolean }> {
     if (events.length > this.limits.batchEvents) throw tooManyEvents(this.limits.batchEvents);
     const problems: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * Exactly-once writes for requests that carry an Idempotency-Key (README, "Idempotent writes").
+ * Exactly-once writes for requests that carry an Idempotency-Key (docs/api.md, decision 17).
  *
  * The first request with a key claims it with a unique insert into `idempotency_keys`, the one atomic
  * step that both MongoDB and FerretDB offer without transactions, and the claim fixes, once and for all,

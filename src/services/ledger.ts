@@ -15,7 +15,7 @@ import { type EventService, visibleTo } from './events';
 import type { LedgerReader, TenantLedgerReader } from '../ledger/reader';
 import type { Cosigned, Witnesses } from '../ledger/witnesses';
 import { MissingTile } from '../ledger/tileReader';
-import { INSTALLATION } from '../ledger/integrator';
+import { INSTALLATION } from '../domain/ledger/log';
 import type { Principal } from './auth';
 
 const b64 = (hash: Buffer) => hash.toString('base64');

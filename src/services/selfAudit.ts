@@ -140,7 +140,7 @@ export function actorOf(principal: Principal): AuditActor {
   switch (principal.kind) {
     case 'apiKey': return { type: 'api_key', keyId: principal.keyId, scopes: principal.scopes };
     case 'session': return { type: 'member', accountId: principal.accountId, email: principal.email, role: principal.role };
-    case 'viewer': return { type: 'viewer_token', organizationId: principal.organizationId };
+    case 'viewer': return { type: 'viewer_token', eventOrganizationId: principal.eventOrganizationId };
   }
 }
 
@@ -149,7 +149,7 @@ function describe(actor: AuditActor): { id: string; name: string | null; email: 
     case 'member': return { id: actor.accountId, name: actor.email, email: actor.email };
     case 'api_key': return { id: actor.keyId, name: null, email: null };
     case 'operator': return { id: 'operator', name: 'admin CLI', email: null };
-    case 'viewer_token': return { id: `viewer:${actor.organizationId}`, name: null, email: null };
+    case 'viewer_token': return { id: `viewer:${actor.eventOrganizationId}`, name: null, email: null };
     case 'anonymous': return { id: 'anonymous', name: null, email: actor.email };
     case 'service': return { id: `audit_ledger:${actor.job}`, name: `Audit Ledger ${actor.job}`, email: null };
   }

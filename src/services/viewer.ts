@@ -54,7 +54,7 @@ export class ViewerTokens {
     const { org, sub, act, kid, exp } = payload as Partial<ViewerClaims> & { exp: number };
     if (typeof org !== 'string' || typeof sub !== 'string' || typeof kid !== 'string' || (act !== undefined && !(Array.isArray(act) && act.every((a) => typeof a === 'string')))) throw invalid();
     if (!(await this.keys.isActive(kid, org))) throw invalid();
-    return { kind: 'viewer', tenant: org, organizationId: sub, actions: act ?? null, expiresAt: new Date(exp * 1000) };
+    return { kind: 'viewer', tenant: org, eventOrganizationId: sub, actions: act ?? null, expiresAt: new Date(exp * 1000) };
   }
 
   private requireSecret(): Uint8Array {

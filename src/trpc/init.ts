@@ -45,7 +45,6 @@ const t = initTRPC
   });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 /**
  * Re-throws whatever the procedure (including its input parser) threw as a TRPCError whose code gives
@@ -105,7 +104,7 @@ export const sessionProcedure = webProcedure.use(async ({ ctx, meta, next }) => 
     throw new AppError('NOT_SIGNED_IN', ACCOUNT_MESSAGES.notSignedIn, ended ? { sessionEnded: ended } : {});
   }
   requirePermission(principal, meta?.permission);
-  const verdict = ctx.services.sessionRate.take(principal.sessionHash, Date.now());
+  const verdict = ctx.services.sessionRate.take(principal.sessionHash, ctx.services.clock.now().getTime());
   if (!verdict.allowed) {
     throw new AppError('RATE_LIMITED', `Too many requests for this session; retry after ${verdict.retryAfter} s`, { retryAfter: verdict.retryAfter });
   }
@@ -124,7 +123,7 @@ export function requirePermission(principal: SessionPrincipal, permission: Permi
  */
 export const viewerProcedure = publicProcedure.use(async ({ ctx, next }) => {
   // At the rate a key or a session gets, per token, counted before the token is checked (which reads its key).
-  const verdict = ctx.services.sessionRate.take(`viewer:${createHash('sha256').update(ctx.bearer ?? '').digest('hex')}`, Date.now());
+  const verdict = ctx.services.sessionRate.take(`viewer:${createHash('sha256').update(ctx.bearer ?? '').digest('hex')}`, ctx.services.clock.now().getTime());
   if (!verdict.allowed) throw new AppError('RATE_LIMITED', `Too many requests for this viewer token; retry after ${verdict.retryAfter} s`, { retryAfter: verdict.retryAfter });
   const principal: ViewerPrincipal = await ctx.services.viewerTokens.verify(ctx.bearer);
   return next({ ctx: { ...ctx, principal } });

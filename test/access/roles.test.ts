@@ -216,8 +216,8 @@ test('an invitation expires after 7 days; an existing account joins with its pas
   }
 });
 
-test('the README\'s role table is ROLE_PERMISSIONS, row for row', () => {
-  const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+test('the role table of docs/access.md is ROLE_PERMISSIONS, row for row', () => {
+  const readme = readFileSync(path.join(__dirname, '../../docs/access.md'), 'utf8');
   const rows = readme.split('\n').filter((line) => /^\| `[a-zA-Z:]+` \|( ✓ \|| {2}\|){4}/.test(line));
   const table = Object.fromEntries(rows.map((line) => {
     const cells = line.split('|').slice(1, 6).map((c) => c.trim());

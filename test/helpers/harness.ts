@@ -15,7 +15,7 @@ import type { Plan } from '../../src/domain/plan';
 import { clientOptions } from '../../src/db/connect';
 import { queryShapeProblem, queryShapesOf } from './queryShapes';
 import type { Clock } from '../../src/domain/time';
-import { createHttpApp, type HttpApp, type HttpOptions } from '../../src/http/app';
+import { createHttpApp, type HttpApp, type HttpOptions, SERVER_TIMEOUTS } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import type { ThrottlePolicy } from '../../src/services/authThrottle';
 import { createServices, type Services } from '../../src/services/container';
@@ -60,7 +60,7 @@ export function uniqueDbName(label: string): string {
 
 /** Serves `listener` on a free loopback port. */
 export async function listenOnFreePort(listener: RequestListener): Promise<{ server: Server; url: string }> {
-  const server = createServer(listener);
+  const server = createServer(SERVER_TIMEOUTS, listener);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { Binary } from 'mongodb';
 import { cosignerKeyFileText, parseCosignerKeyFile } from '../../src/domain/ledger/cosigner';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
-import { INSTALLATION } from '../../src/ledger/integrator';
+import { INSTALLATION } from '../../src/domain/ledger/log';
 import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { ROOT, runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';

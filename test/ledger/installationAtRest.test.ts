@@ -25,7 +25,7 @@ import { privateKeyText } from '../../src/domain/ledger/note';
 import { RowMac } from '../../src/domain/ledger/rowMac';
 import { parseEntryBundle } from '../../src/domain/ledger/tilePaths';
 import { checkpointBody, parsePolicy, type Policy } from '../../src/domain/ledger/witnessFormats';
-import { INSTALLATION } from '../../src/ledger/integrator';
+import { INSTALLATION } from '../../src/domain/ledger/log';
 import { call, eventBody, eventually } from '../helpers/api';
 import { mongoUri, startTestApp, TEST_LEDGER_SEED, TEST_LEDGER_SIGNER, type TestApp, type TestOrg, uniqueDbName } from '../helpers/harness';
 import { runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';

@@ -14,7 +14,7 @@ import { leafHash, nodesOf, rootHash, verifyInclusion } from '../../src/domain/l
 import { openNote } from '../../src/domain/ledger/note';
 import { checkpointBody, parsePolicy, splitNote } from '../../src/domain/ledger/witnessFormats';
 import { parseEntryBundle } from '../../src/domain/ledger/tilePaths';
-import { INSTALLATION } from '../../src/ledger/integrator';
+import { INSTALLATION } from '../../src/domain/ledger/log';
 import { auditInstallation } from '../../src/ledger/audit';
 import { LedgerStore } from '../../src/db/ledgerStore';
 import { WitnessStore } from '../../src/db/witnessStore';

@@ -40,7 +40,7 @@ test('every operation names a scope, and each scope is one the keys can have', (
   for (const op of REST_OPERATIONS) expect({ op: `${op.method} ${op.path}`, scope: SCOPES.includes(op.scope as Scope) }).toEqual({ op: `${op.method} ${op.path}`, scope: true });
 });
 
-test('the scopes tables (docs/api.md, the README) list every scope, in SCOPES order', () => {
+test('the scopes tables (docs/api.md, docs/access.md) list every scope, in SCOPES order', () => {
   /** The first cells of the table whose header row starts with `header`. */
   const firstCells = (file: string, header: string) => {
     const lines = readFileSync(join(__dirname, '..', '..', file), 'utf8').split('\n');
@@ -50,7 +50,7 @@ test('the scopes tables (docs/api.md, the README) list every scope, in SCOPES or
     return rows;
   };
   expect(firstCells('docs/api.md', '| scope | operations |')).toEqual([...SCOPES]);
-  expect(firstCells('README.md', '| scope | opens | given by |')).toEqual([...SCOPES]);
+  expect(firstCells('docs/access.md', '| scope | opens | given by |')).toEqual([...SCOPES]);
 });
 
 test('scopes × routes: 403 naming the missing scope without it, served with it', async () => {

@@ -88,6 +88,12 @@ describe('configuration', () => {
     expect(loadConfig({ PLAN_CAP_PRO: '250000' }).planCaps.pro).toBe(250_000);
   });
 
+  test('LOG_LEVEL: the service logs info and the CLI warn unless it is set; MONGOMS_VERSION pins the embedded MongoDB', () => {
+    expect(loadConfig({})).toMatchObject({ logLevel: 'info', cliLogLevel: 'warn', embeddedMongoVersion: '7.0.14' });
+    expect(loadConfig({ LOG_LEVEL: 'debug', MONGOMS_VERSION: '8.0.4' })).toMatchObject({ logLevel: 'debug', cliLogLevel: 'debug', embeddedMongoVersion: '8.0.4' });
+    expect(() => loadConfig({ MONGOMS_VERSION: 'newest' })).toThrow(/MONGOMS_VERSION: must be a MongoDB version/);
+  });
+
   test('bad values stop start-up with a message naming each variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', MONGODB_URI: 'postgres://x', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*MONGODB_URI[\s\S]*LOG_LEVEL/);
   });

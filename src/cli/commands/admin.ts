@@ -12,7 +12,7 @@ import { RowMac } from '../../domain/ledger/rowMac';
 import { PLANS, type Plan } from '../../domain/plan';
 import { systemClock } from '../../domain/time';
 import { auditEntriesOf, auditInstallation, auditLog } from '../../ledger/audit';
-import { LedgerIntegrator } from '../../ledger/integrator';
+import { reseal, resealSide } from '../../ledger/reseal';
 import { createLogger } from '../../logger';
 import { installationKey, withAdminDatabase } from '../adminDatabase';
 import { type Command, flag, need, opt, str, UsageError } from '../command';
@@ -207,10 +207,10 @@ export const adminCommands: Command[] = [
       if (config.ledgerName !== undefined && config.ledgerName !== signer.name) throw new UsageError(`the signing key is for ${signer.name}, but LEDGER_NAME is ${config.ledgerName}`);
       return withAdminDatabase(async (db) => {
         if (!(await db.orgs.get(orgId))) throw new UsageError(`No organization ${orgId}`);
-        const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
-        const integrator = new LedgerIntegrator(db.ledger, { name: signer.name, signer, intervalMs: config.ledgerIntervalMs }, systemClock, log);
+        const log = createLogger(config.cliLogLevel, process.stderr);
+        const side = resealSide({ store: db.ledger, signer, clock: systemClock, log });
         if (values.adopt === true && values['set-aside'] === true) throw new UsageError('--adopt and --set-aside exclude each other');
-        const sealed = await integrator.reseal(orgId, { adopt: values.adopt === true, setAside: values['set-aside'] === true });
+        const sealed = await reseal(side, orgId, { adopt: values.adopt === true, setAside: values['set-aside'] === true });
         const from = sealed.anchor === null ? 'with no signed checkpoint to extend: the stored events were sealed as they are' : `extending the signed checkpoint of size ${sealed.anchor}, which the stored events reproduce`;
         const rows = [
           sealed.planted ? `${sealed.planted} checkpoint documents this key did not sign were deleted` : '',

@@ -18,8 +18,9 @@ import type { InstallationStore, LedgerInstallationDoc } from '../../db/installa
 import { hex8 } from '../../domain/ledger/formats';
 import { RowMac } from '../../domain/ledger/rowMac';
 import { systemClock } from '../../domain/time';
-import { INSTALLATION, LedgerHalt, LedgerIntegrator } from '../../ledger/integrator';
+import { INSTALLATION, LedgerHalt } from '../../domain/ledger/log';
 import { ledgerKeyMismatch } from '../../ledger/keyFit';
+import { reseal, resealSide } from '../../ledger/reseal';
 import { defaultLedgerName, loadOrCreateSigningKey, readSigningKey } from '../../ledger/signingKey';
 import { createLogger } from '../../logger';
 import { withAdminDatabase } from '../adminDatabase';
@@ -55,7 +56,7 @@ export const ledgerInstallationCommands: Command[] = [
       const config = loadConfig();
       const keyFile = resolve(config.ledgerKeyFile);
       const existing = readSigningKey(keyFile, config.ledgerName);
-      const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
+      const log = createLogger(config.cliLogLevel, process.stderr);
       return withAdminDatabase(async ({ orgs, ledger, installation }) => {
         const mismatch = await ledgerKeyMismatch(installation, existing);
         if (!mismatch) {
@@ -87,11 +88,11 @@ export const ledgerInstallationCommands: Command[] = [
         log.warn({ record: record._id, keyFile, verifierKey: signer.text, replaced }, 'NEW INSTALLATION begun by an operator: the ledger signed by another key is dropped and every organization\'s log is signed anew');
         const sealed = await installation.sealRows(RowMac.fromSigner(signer));
         await installation.dropLedger();
-        const integrator = new LedgerIntegrator(ledger, { name: signer.name, signer, intervalMs: config.ledgerIntervalMs }, systemClock, log);
+        const side = resealSide({ store: ledger, signer, clock: systemClock, log });
         const resealed: { org: string; size: number }[] = [];
         for (const org of orgIds) {
           try {
-            resealed.push({ org, size: (await integrator.reseal(org)).size });
+            resealed.push({ org, size: (await reseal(side, org)).size });
           } catch (error) {
             // An organization with no events has no log to seal: its first event begins it.
             if (!(error instanceof LedgerHalt)) throw error;

@@ -4,7 +4,8 @@
  * id>+<base64(0x04 ‖ seed)>`, which transparency-dev's `NewSignerForCosignatureV1` reads too.
  */
 import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
-import { hex8, isKeyName, NoteError, signatureLine } from './formats';
+import { isKeyName, NoteError, signatureLine } from './formats';
+import { parsePrivateKeyOf, privateKeyTextOf } from './note';
 import { ALG_COSIGNATURE_V1, cosignatureTime, cosignedMessage, cosignerKeyIdInput, cosignerKeyText, type NoteSignature, parseCosignerKeyText, type Policy, splitNote } from './witnessFormats';
 
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -41,20 +42,14 @@ export function cosignerFromSeed(name: string, seed: Uint8Array): Cosigner {
   return { ...verifierOf(name, publicKey), privateKey };
 }
 
+/** Go's private key string of a cosigner: `PRIVATE+KEY+<name>+<hex id>+<base64(0x04 ‖ seed)>`. */
 export function cosignerKeyFileText(name: string, seed: Uint8Array): string {
-  const cosigner = cosignerFromSeed(name, seed);
-  return `PRIVATE+KEY+${name}+${hex8(cosigner.id)}+${Buffer.concat([Buffer.of(ALG_COSIGNATURE_V1), seed]).toString('base64')}`;
+  return privateKeyTextOf(ALG_COSIGNATURE_V1, name, cosignerFromSeed(name, seed).id, seed);
 }
 
+/** The cosigner in Go's private key string (type 0x04). */
 export function parseCosignerKeyFile(text: string): Cosigner {
-  const match = /^PRIVATE\+KEY\+([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(text.trim());
-  if (!match) throw new NoteError('not a private key of the form PRIVATE+KEY+<name>+<id>+<key>');
-  const [, name, id, key] = match as unknown as [string, string, string, string];
-  const raw = Buffer.from(key, 'base64');
-  if (raw.length !== 33 || raw[0] !== ALG_COSIGNATURE_V1) throw new NoteError('not an Ed25519 cosignature/v1 private key (type 0x04)');
-  const cosigner = cosignerFromSeed(name, raw.subarray(1));
-  if (hex8(cosigner.id) !== id) throw new NoteError('the private key does not match its key id');
-  return cosigner;
+  return parsePrivateKeyOf(ALG_COSIGNATURE_V1, 'not an Ed25519 cosignature/v1 private key (type 0x04)', text, cosignerFromSeed);
 }
 
 export function parseCosignerVerifier(text: string): CosignerVerifier {

@@ -104,38 +104,57 @@ export function isKeyName(name: string): boolean {
   return /^[\x21-\x2a\x2c-\x7e]+$/.test(name);
 }
 
-/** What the key id hashes: name ‖ "\n" ‖ 0x01 ‖ public key (the id is its SHA-256's first 4 bytes, big-endian). */
-export function keyIdInput(name: string, publicKey: Uint8Array): Uint8Array {
+/**
+ * What the id of a key of type `alg` hashes: name ‖ "\n" ‖ alg ‖ public key (the id is its SHA-256's
+ * first 4 bytes, big-endian). The note signer (0x01) and the cosigner (0x04) keys differ only in `alg`.
+ */
+export function keyIdInputOf(alg: number, name: string, publicKey: Uint8Array): Uint8Array {
   const head = new TextEncoder().encode(`${name}\n`);
   const input = new Uint8Array(head.length + 1 + publicKey.length);
   input.set(head);
-  input[head.length] = ALG_ED25519;
+  input[head.length] = alg;
   input.set(publicKey, head.length + 1);
   return input;
 }
 
+/** What a note signer's key id hashes: name ‖ "\n" ‖ 0x01 ‖ public key. */
+export function keyIdInput(name: string, publicKey: Uint8Array): Uint8Array {
+  return keyIdInputOf(ALG_ED25519, name, publicKey);
+}
+
 export const hex8 = (id: number) => id.toString(16).padStart(8, '0');
+
+/** A verifier key of type `alg`: `<name>+<hex id>+<base64(alg ‖ public key)>`. */
+export function keyTextOf(alg: number, name: string, id: number, publicKey: Uint8Array): string {
+  return `${name}+${hex8(id)}+${toBase64(Uint8Array.of(alg, ...publicKey))}`;
+}
 
 /** `<name>+<hex id>+<base64(0x01 ‖ public key)>`. */
 export function verifierKeyText(name: string, id: number, publicKey: Uint8Array): string {
-  return `${name}+${hex8(id)}+${toBase64(Uint8Array.of(ALG_ED25519, ...publicKey))}`;
+  return keyTextOf(ALG_ED25519, name, id, publicKey);
 }
 
 export interface VerifierKeyParts {
   name: string;
-  /** As the text claims it: the caller checks it against the hash of `keyIdInput`. */
+  /** As the text claims it: the caller checks it against the hash of `keyIdInputOf`. */
   id: number;
   publicKey: Uint8Array;
 }
 
-export function parseVerifierKeyText(text: string): VerifierKeyParts {
+/** A verifier key `<name>+<hex id>+<base64(alg ‖ public key)>` of type `alg`; `wrongType` is the error when the type or length is not. */
+export function parseKeyTextOf(alg: number, wrongType: string, text: string): VerifierKeyParts {
   const match = /^([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(text.trim());
   if (!match) throw new NoteError('not a verifier key of the form <name>+<8 hex digits>+<base64 key>');
   const [, name, id, key] = match as unknown as [string, string, string, string];
   const raw = fromBase64(key);
-  if (!raw || raw.length !== 33 || raw[0] !== ALG_ED25519) throw new NoteError('not an Ed25519 verifier key');
+  if (!raw || raw.length !== 33 || raw[0] !== alg) throw new NoteError(wrongType);
   if (!isKeyName(name)) throw new NoteError(`invalid key name: ${JSON.stringify(name)}`);
   return { name, id: parseInt(id, 16), publicKey: raw.subarray(1) };
+}
+
+/** A note signer's verifier key `<name>+<hex id>+<base64(0x01 ‖ public key)>`. */
+export function parseVerifierKeyText(text: string): VerifierKeyParts {
+  return parseKeyTextOf(ALG_ED25519, 'not an Ed25519 verifier key', text);
 }
 
 /** The signature line of `text` signed by key `name` with id `id`. */

@@ -52,22 +52,36 @@ export function keyDerivedFrom(signer: Signer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), purpose, 32));
 }
 
-/** Go's private key string: `PRIVATE+KEY+<name>+<hex id>+<base64(0x01 ‖ seed)>`. */
-export function privateKeyText(name: string, seed: Uint8Array): string {
-  const signer = signerFromSeed(name, seed);
-  return `PRIVATE+KEY+${name}+${hex8(signer.id)}+${Buffer.concat([Buffer.of(ALG_ED25519), seed]).toString('base64')}`;
+/** Go's private key string for a key of type `alg`: `PRIVATE+KEY+<name>+<hex id>+<base64(alg ‖ seed)>`. */
+export function privateKeyTextOf(alg: number, name: string, id: number, seed: Uint8Array): string {
+  return `PRIVATE+KEY+${name}+${hex8(id)}+${Buffer.concat([Buffer.of(alg), seed]).toString('base64')}`;
 }
 
-export function parsePrivateKey(text: string): Signer {
+/**
+ * Go's private key string of type `alg` as the key `fromSeed` makes of its name and seed, once its id
+ * matches; `wrongType` is the error when the key is not 33 bytes of that type. The note signer and the
+ * cosigner read the same format and differ in `alg` only.
+ */
+export function parsePrivateKeyOf<K extends { id: number }>(alg: number, wrongType: string, text: string, fromSeed: (name: string, seed: Uint8Array) => K): K {
   // The base64 key may itself hold `+`: it is everything after the fourth.
   const match = /^PRIVATE\+KEY\+([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(text.trim());
   if (!match) throw new NoteError('not a private key of the form PRIVATE+KEY+<name>+<id>+<key>');
   const [, name, id, key] = match as unknown as [string, string, string, string];
   const raw = Buffer.from(key, 'base64');
-  if (raw.length !== 33 || raw[0] !== ALG_ED25519) throw new NoteError('not an Ed25519 private key');
-  const signer = signerFromSeed(name, raw.subarray(1));
+  if (raw.length !== 33 || raw[0] !== alg) throw new NoteError(wrongType);
+  const signer = fromSeed(name, raw.subarray(1));
   if (hex8(signer.id) !== id) throw new NoteError('the private key does not match its key id');
   return signer;
+}
+
+/** Go's private key string: `PRIVATE+KEY+<name>+<hex id>+<base64(0x01 ‖ seed)>`. */
+export function privateKeyText(name: string, seed: Uint8Array): string {
+  return privateKeyTextOf(ALG_ED25519, name, signerFromSeed(name, seed).id, seed);
+}
+
+/** The note signer in Go's private key string (type 0x01). */
+export function parsePrivateKey(text: string): Signer {
+  return parsePrivateKeyOf(ALG_ED25519, 'not an Ed25519 private key', text, signerFromSeed);
 }
 
 export function parseVerifierKey(text: string): Verifier {

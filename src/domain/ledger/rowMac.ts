@@ -4,7 +4,7 @@
  * what gives it its meaning, keyed by a key derived from the signing key file (`keyDerivedFrom`): the
  * database never holds the key, so someone who can write the database but not read the key file cannot
  * make a row the service takes for its own. A row without a valid MAC is *foreign*: never signed,
- * delivered or counted, and named where it is met (README, "Trust model"; docs/trust-model.md).
+ * delivered or counted, and named where it is met (docs/trust-model.md, "The database is not trusted").
  *
  * The MAC binds the row's kind, so a MAC of one kind never stands for another, and every field given,
  * JSON-encoded as one array (unambiguous, whatever the fields hold). Copying a genuine row to another

@@ -4,7 +4,7 @@
  * trust policies (c2sp.org/tlog-policy), the `add-checkpoint` request and answers of c2sp.org/tlog-witness
  * v1.0.0, and the installation log's entries (an organization checkpoint's body).
  */
-import { fromBase64, hex8, isKeyName, NoteError, toBase64 } from './formats';
+import { fromBase64, keyIdInputOf, keyTextOf, NoteError, parseKeyTextOf, toBase64, type VerifierKeyParts } from './formats';
 
 export const ALG_COSIGNATURE_V1 = 0x04;
 const DASH = '\u2014';
@@ -18,34 +18,20 @@ export function cosignedMessage(body: string, timestamp: number): string {
 
 /** What a cosigner's key id hashes: name ‖ "\n" ‖ 0x04 ‖ public key. */
 export function cosignerKeyIdInput(name: string, publicKey: Uint8Array): Uint8Array {
-  const head = new TextEncoder().encode(`${name}\n`);
-  const input = new Uint8Array(head.length + 1 + publicKey.length);
-  input.set(head);
-  input[head.length] = ALG_COSIGNATURE_V1;
-  input.set(publicKey, head.length + 1);
-  return input;
+  return keyIdInputOf(ALG_COSIGNATURE_V1, name, publicKey);
 }
 
+/** `<name>+<hex id>+<base64(0x04 ‖ public key)>`. */
 export function cosignerKeyText(name: string, id: number, publicKey: Uint8Array): string {
-  return `${name}+${hex8(id)}+${toBase64(Uint8Array.of(ALG_COSIGNATURE_V1, ...publicKey))}`;
+  return keyTextOf(ALG_COSIGNATURE_V1, name, id, publicKey);
 }
 
-export interface CosignerKeyParts {
-  name: string;
-  /** As the text claims it: the caller checks it against the hash of `cosignerKeyIdInput`. */
-  id: number;
-  publicKey: Uint8Array;
-}
+/** A witness's verifier key: the note key format with the cosignature type. */
+export type CosignerKeyParts = VerifierKeyParts;
 
 /** A witness's verifier key `<name>+<hex id>+<base64(0x04 ‖ public key)>`. */
 export function parseCosignerKeyText(text: string): CosignerKeyParts {
-  const match = /^([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(text.trim());
-  if (!match) throw new NoteError('not a verifier key of the form <name>+<8 hex digits>+<base64 key>');
-  const [, name, id, key] = match as unknown as [string, string, string, string];
-  const raw = fromBase64(key);
-  if (!raw || raw.length !== 33 || raw[0] !== ALG_COSIGNATURE_V1) throw new NoteError('not an Ed25519 cosignature/v1 key (type 0x04)');
-  if (!isKeyName(name)) throw new NoteError(`invalid key name: ${JSON.stringify(name)}`);
-  return { name, id: parseInt(id, 16), publicKey: raw.subarray(1) };
+  return parseKeyTextOf(ALG_COSIGNATURE_V1, 'not an Ed25519 cosignature/v1 key (type 0x04)', text);
 }
 
 /** One signature line of a note: its key name, key id and signature bytes (after the id). */

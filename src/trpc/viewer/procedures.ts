@@ -29,7 +29,7 @@ export const mintViewerToken = apiKeyProcedure
 /** What the hosted viewer calls, with the token as its bearer. */
 export const viewerRouter = router({
   scope: viewerProcedure.output(ZViewerScope).query(({ ctx }) => ({
-    organization_id: ctx.principal.organizationId,
+    organization_id: ctx.principal.eventOrganizationId,
     actions: ctx.principal.actions ? [...ctx.principal.actions] : null,
     expires_at: ctx.principal.expiresAt.toISOString(),
   })),
