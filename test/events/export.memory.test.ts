@@ -113,6 +113,8 @@ async function measureExport(format: 'json' | 'csv'): Promise<{ bytes: number; l
   return { bytes, lines: format === 'csv' ? lines : objects, heapGrowth: peakHeap - baseline.heapUsed, rssGrowth: peakRss - baseline.rss };
 }
 
+// Generous deadlines: this measures memory, not speed, and in CI it shares the database with the stream
+// back-fill suite's 100,000 events (two fresh-clone runs timed out at 120 s and 300 s that way).
 test.each(['json', 'csv'] as const)('%s export of 100,000 events keeps the heap flat', async (format) => {
   const result = await measureExport(format);
   // Printed so the figures are visible in CI output and can be compared across runs.
@@ -124,7 +126,7 @@ test.each(['json', 'csv'] as const)('%s export of 100,000 events keeps the heap 
   else expect(result.lines).toBe(EVENTS + 1); // header + rows, CRLF between them
   expect(result.bytes).toBeGreaterThan(HEAP_GROWTH_LIMIT);
   expect(result.heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
-});
+}, 900_000);
 
 test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('the proofs sidecar of %i events keeps the heap flat', async (events, which) => {
   // The exports above are on the organization's record: events beside the seeded ones.
@@ -134,7 +136,7 @@ test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('the proof
   // '{' opens the sidecar, its filters, each proof, and the installation inclusion once one includes the checkpoint.
   expect([stored + 2, stored + 3]).toContain(result.counted);
   expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
-}, 300_000);
+}, 900_000);
 
 test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('ledger audit of %i events keeps the heap flat and finds the organization sound', async (events, which) => {
   const stored = await app.collections.events.countDocuments({ tenant: which().id });
@@ -145,4 +147,4 @@ test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('ledger au
   console.log(`audit of ${events}: peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
   expect(result).toMatchObject({ events: stored, checkpoint_size: stored, findings: [] });
   expect(heapGrowth).toBeLessThan(HEAP_GROWTH_LIMIT);
-}, 300_000);
+}, 900_000);
