@@ -21,7 +21,7 @@ import { cosignerFromSeed } from '../../src/domain/ledger/cosigner';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
 import { call, createEvent, eventBody, SPEC_CSV_COLUMNS } from '../helpers/api';
-import { artifactPath, launchChromium } from '../helpers/browser';
+import { artifactPath, eventuallyIs as eventually, launchChromium } from '../helpers/browser';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
 import { startWitnessProcess } from '../helpers/processes';
 import { webhookItems, webhookReceiver } from '../helpers/streamReceivers';
@@ -39,16 +39,6 @@ const cleanups: (() => Promise<void>)[] = [];
 /** Set while the test itself provokes a 401 (a wrong password), which the browser logs as a failed load. */
 let expecting401 = false;
 
-/** Polls until `check` gives `expected` (the page updates asynchronously); fails with the last value seen. */
-async function eventually<T>(check: () => Promise<T>, expected: T, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T = await check();
-  while (last !== expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    last = await check();
-  }
-  expect(last).toBe(expected);
-}
 
 const shot = (name: string) => page.screenshot({ path: artifactPath('screenshots', `${name}.png`), fullPage: true });
 

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
 import { call, eventBody } from '../helpers/api';
-import { artifactPath, launchChromium } from '../helpers/browser';
+import { artifactPath, eventuallyIs, launchChromium } from '../helpers/browser';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { type Receiver, webhookItems, webhookReceiver } from '../helpers/streamReceivers';
 
@@ -35,16 +35,9 @@ let inviteLink = '';
 const pageProblems: string[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
-/** Polls until `check` gives `expected`; fails with the last value seen. */
-async function eventually<T>(check: () => Promise<T>, expected: T, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T = await check();
-  while (last !== expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    last = await check();
-  }
-  expect(last).toBe(expected);
-}
+
+/** These pages wait on stream deliveries too: a longer deadline than the helper's. */
+const eventually = <T>(check: () => Promise<T>, expected: T) => eventuallyIs(check, expected, 15_000);
 
 const shot = (on: Page, name: string) => on.screenshot({ path: artifactPath('screenshots', `screens-${name}.png`), fullPage: true });
 

@@ -1,4 +1,5 @@
 /** The events explorer: filters kept in the URL, newest first, the list endpoint's cursor for "Load more". */
+import { LoadMoreFooter } from '../components/LoadMoreFooter';
 import { keepPreviousData, useInfiniteQuery } from '@tanstack/react-query';
 import { type SubmitEvent, useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
@@ -197,16 +198,7 @@ export function EventsPage() {
                 </tbody>
               </table>
             </div>
-            <footer className="table-footer">
-              <span className="muted">
-                {plural(rows.length, 'event')} shown{events.hasNextPage ? ', more available' : ''}
-              </span>
-              {events.hasNextPage && (
-                <button type="button" className="button secondary" onClick={() => void events.fetchNextPage()} disabled={events.isFetchingNextPage}>
-                  {events.isFetchingNextPage ? 'Loading…' : 'Load more'}
-                </button>
-              )}
-            </footer>
+            <LoadMoreFooter shown={rows.length} hasMore={events.hasNextPage} loading={events.isFetchingNextPage} onMore={() => void events.fetchNextPage()} />
           </>
         )}
       </section>

@@ -3,6 +3,7 @@
  * its proof checked here. Each row is a button (Tab, then Enter or Space); the opened event takes the
  * focus and scrolls into view, and Escape or "Back to the list" hands the focus back to its row.
  */
+import { LoadMoreFooter } from '../components/LoadMoreFooter';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import { type KeyboardEvent, type SubmitEvent, useEffect, useMemo, useRef, useState } from 'react';
@@ -131,16 +132,7 @@ export function ViewerApp({ token }: { token: string | null }) {
         </table>
         {events.isSuccess && rows.length === 0 && <p className="muted viewer-empty">No events match.</p>}
         {rows.length > 0 && (
-          <footer className="table-footer">
-            <span className="muted">
-              {plural(rows.length, 'event')} shown{events.hasNextPage ? ', more available' : ''}
-            </span>
-            {events.hasNextPage && (
-              <button type="button" className="button secondary" onClick={() => void events.fetchNextPage()} disabled={events.isFetchingNextPage}>
-                {events.isFetchingNextPage ? 'Loading…' : 'Load more'}
-              </button>
-            )}
-          </footer>
+          <LoadMoreFooter shown={rows.length} hasMore={events.hasNextPage} loading={events.isFetchingNextPage} onMore={() => void events.fetchNextPage()} />
         )}
       </section>
 
