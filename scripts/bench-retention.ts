@@ -52,16 +52,18 @@ async function main(): Promise<void> {
   const clock = { now: () => new Date(now) };
   const config = loadConfig({ RETENTION_PRUNE_INTERVAL_MS: '0' });
   const signer = signerFromSeed('bench.retention', Buffer.alloc(32, 7));
-  const services = await createServices(db, { ...config, planCaps: BENCH_PLAN_CAPS, ledger: { name: 'bench.retention', signer, intervalMs: 500 } }, clock, createLogger('silent'));
-  services.integrator.start();
-  const http = createHttpApp(services, {});
+  const container = await createServices(db, { ...config, planCaps: BENCH_PLAN_CAPS, ledger: { name: 'bench.retention', signer, intervalMs: 500 } }, clock, createLogger('silent'));
+  const services = container.parts;
+  const jobs = container.jobs({ selfAuditIntervalMs: 0, ledgerAuditIntervalMs: 0, pruneIntervalMs: 0, deliverStreams: false });
+  await jobs.start();
+  const http = createHttpApp(container.http, {});
   const server = createServer(http.listener).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const lines: string[] = [];
   try {
-    const org = await services.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: null }, clock.now());
-    const { key } = await services.apiKeys.forOrg(org._id).create('bench', clock.now());
+    const org = await services.stores.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: null }, clock.now());
+    const { key } = await services.stores.apiKeys.forOrg(org._id).create('bench', clock.now());
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const seedStart = Date.now();
     for (let done = 0; done < EVENTS; done += BATCH) {
@@ -131,8 +133,7 @@ async function main(): Promise<void> {
   } finally {
     server.closeAllConnections();
     server.close();
-    await services.integrator.stop();
-    await services.ingest.stop();
+    await jobs.stop();
     await db.dropDatabase();
     await client.close();
   }

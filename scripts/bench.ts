@@ -119,9 +119,9 @@ async function main(): Promise<void> {
   const service = await startProcess('src/main.ts', serviceEnv(uri, dbName));
   const admin = await import('../src/services/container');
   const { createLogger } = await import('../src/logger');
-  const services = await admin.createServices(client.db(dbName), { ...loadConfig({}), planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
-  const org = await services.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
-  const { key } = await services.apiKeys.forOrg(org._id).create('bench', new Date());
+  const services = (await admin.createServices(client.db(dbName), { ...loadConfig({}), planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'))).parts;
+  const org = await services.stores.orgs.create({ name: 'Bench', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+  const { key } = await services.stores.apiKeys.forOrg(org._id).create('bench', new Date());
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
   const ingest = await loadWithCpu(service.child.pid ?? 0, { url: service.url, headers, requests: singleEventRequests() });

@@ -10,6 +10,7 @@ import { createInternalListener } from './http/internalApp';
 import { createMetricsServer } from './http/metricsServer';
 import { createLogger } from './logger';
 import { createServices } from './services/container';
+import { job } from './services/jobs';
 import { defaultLedgerName, loadOrCreateSigningKey, readSigningKey, SigningKeyError } from './ledger/signingKey';
 import { assertKeyFitsLedger } from './ledger/keyFit';
 import { InstallationStore } from './db/installationStore';
@@ -61,11 +62,9 @@ async function main(): Promise<void> {
   const { signer, created } = existing ? { signer: existing, created: false } : loadOrCreateSigningKey(keyFile, config.ledgerName, defaultLedgerName(config.publicUrl, config.port));
   const ledgerName = signer.name;
   const witnessPolicy = config.witnessPolicyFile ? readWitnessPolicy(config.witnessPolicyFile) : null;
-  const services = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs, witnessPolicy } }, systemClock, log);
-  services.integrator.start();
-  services.ledgerAudit.start(config.ledgerAuditIntervalMs);
+  const { http, jobs, parts } = await createServices(database.db, { ...config, ledger: { name: ledgerName, signer, intervalMs: config.ledgerIntervalMs, witnessPolicy } }, systemClock, log);
   log.info({ keyFile, created, verifierKey: signer.text }, `Ledger verifier key (pin it to verify checkpoints offline): ${signer.text}`);
-  const { listener, metrics } = createHttpApp(services, {
+  const { listener, metrics } = createHttpApp(http, {
     defaultMetrics: true,
     publicUrl: config.publicUrl,
     trustProxy: config.trustProxy,
@@ -74,34 +73,60 @@ async function main(): Promise<void> {
     viewerFrameAncestors: config.viewer.frameAncestors,
   });
 
-  const metricsServer = createMetricsServer(metrics);
   const server = createServer(SERVER_TIMEOUTS, listener);
+  const metricsServer = createMetricsServer(metrics);
   // Other instances on this database forward events to the internal listener; alone, nothing is ever sent to it.
-  const internal = createServer(createInternalListener(services.ingest));
-  let port: number, metricsPort: number, internalPort: number;
+  const internal = createServer(createInternalListener(http.ingest));
+  const ports = { port: 0, metricsPort: 0, internalPort: 0 };
+  const listeners = job(
+    'listeners',
+    async () => {
+      try {
+        ports.port = await listenOn(server, config.port, config.host, 'PORT');
+        ports.metricsPort = await listenOn(metricsServer, config.metricsPort, config.metricsHost, 'METRICS_PORT');
+        ports.internalPort = await listenOn(internal, config.internalPort, config.internalHost, 'INTERNAL_PORT');
+      } catch (error) {
+        for (const opened of [server, metricsServer, internal]) if (opened.listening) opened.close();
+        throw error;
+      }
+    },
+    () => {
+      for (const opened of [server, metricsServer, internal]) {
+        opened.close();
+        opened.closeIdleConnections();
+      }
+    },
+  );
+  const wildcard = ['0.0.0.0', '::', ''].includes(config.internalHost);
+  // Left first when stopping: the other instances then write this one's organizations themselves, before its ports close.
+  const membership = job(
+    'instance-list',
+    () => parts.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${ports.internalPort}`),
+    () => parts.ingest.instances.leave(),
+  );
+  const lifecycle = jobs(
+    {
+      // Self-audit records the admin CLI left (it runs no event writer).
+      selfAuditIntervalMs: 2000,
+      ledgerAuditIntervalMs: config.ledgerAuditIntervalMs,
+      pruneIntervalMs: config.retention.pruneIntervalMs,
+      deliverStreams: true,
+    },
+    [listeners, membership],
+  );
   try {
-    port = await listenOn(server, config.port, config.host, 'PORT');
-    metricsPort = await listenOn(metricsServer, config.metricsPort, config.metricsHost, 'METRICS_PORT');
-    internalPort = await listenOn(internal, config.internalPort, config.internalHost, 'INTERNAL_PORT');
+    await lifecycle.start();
   } catch (error) {
-    for (const opened of [server, metricsServer, internal]) if (opened.listening) opened.close();
     await database.close().catch(() => undefined);
     throw error;
   }
-  const url = config.publicUrl ?? `http://localhost:${port}`;
-  const wildcard = ['0.0.0.0', '::', ''].includes(config.internalHost);
-  await services.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${internalPort}`);
-  // After joining: which streams this instance delivers depends on the live instances.
-  services.streamDelivery.start();
-  // Self-audit records the admin CLI left (it runs no event writer).
-  services.selfAudit.start(2000);
-  services.retention.start(config.retention.pruneIntervalMs);
+  const url = config.publicUrl ?? `http://localhost:${ports.port}`;
   log.info(
-    { port, url, metricsPort, internalPort, database: database.kind },
-    `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${metricsPort}/metrics)`,
+    { port: ports.port, url, metricsPort: ports.metricsPort, internalPort: ports.internalPort, database: database.kind },
+    `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${ports.metricsPort}/metrics)`,
   );
 
-  if ((await services.orgs.list()).length === 0) {
+  if ((await parts.stores.orgs.list()).length === 0) {
     process.stderr.write(
       [
         '',
@@ -118,20 +143,7 @@ async function main(): Promise<void> {
 
   const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down');
-    // Leave the instance list first: the other instances then write this one's organizations themselves.
-    await services.ingest.instances.leave();
-    server.close();
-    server.closeIdleConnections();
-    metricsServer.close();
-    internal.close();
-    internal.closeIdleConnections();
-    await services.streamDelivery.stop();
-    await services.retention.stop();
-    await services.selfAudit.stop();
-    await services.ingest.stop();
-    await services.integrator.stop();
-    await services.ledgerAudit.stop();
-    services.mailer?.close();
+    await lifecycle.stop();
     await database.close();
     process.exit(0);
   };

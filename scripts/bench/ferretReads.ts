@@ -40,9 +40,9 @@ async function median(times: number, request: () => Promise<void>): Promise<numb
 }
 
 async function measureAt(client: MongoClient, uri: string, dbName: string, size: number): Promise<ReadFigures> {
-  const services = await createServices(client.db(dbName), { ...loadConfig({}), planCaps: { free: 1, pro: 1, enterprise: 1 } }, { now: () => new Date() }, createLogger('silent'));
-  const org = await services.orgs.create({ name: 'Reads', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
-  const { key } = await services.apiKeys.forOrg(org._id).create('bench', new Date());
+  const services = (await createServices(client.db(dbName), { ...loadConfig({}), planCaps: { free: 1, pro: 1, enterprise: 1 } }, { now: () => new Date() }, createLogger('silent'))).parts;
+  const org = await services.stores.orgs.create({ name: 'Reads', plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+  const { key } = await services.stores.apiKeys.forOrg(org._id).create('bench', new Date());
   const ids: string[] = [];
   const started = Date.now() - size;
   for (let seq = 1; seq <= size; ) {

@@ -57,7 +57,7 @@ async function measureIngest(uri: string, dbName: string, cwd: string): Promise<
 async function measureScale(uri: string, dbName: string, cwd: string): Promise<Side['scale']> {
   const client = await MongoClient.connect(uri);
   try {
-    const services = await createServices(client.db(dbName), { ...loadConfig({}), planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'));
+    const services = (await createServices(client.db(dbName), { ...loadConfig({}), planCaps: BENCH_PLAN_CAPS }, { now: () => new Date() }, createLogger('silent'))).parts;
     const runs: Side['scale'] = [];
     for (const organizations of SCALE_ORGANIZATIONS) {
       const one = await scaleRun(uri, dbName, services, 1, organizations, cwd);

@@ -5,7 +5,7 @@
  * refused or timed out, whether the hot organization's sequence is gapless, and how long each process
  * takes to exit after SIGTERM. Not a test: it prints and records figures.
  */
-import type { Services } from '../../src/services/container';
+import type { Parts } from '../../src/services/container';
 import { BODIES, CONNECTIONS, load, type Load, type Proc, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
 import { collections } from '../../src/db/database';
 
@@ -23,7 +23,7 @@ export interface ScaleRun {
   gapless: boolean;
 }
 
-async function gapless(services: Services, tenants: string[]): Promise<boolean> {
+async function gapless(services: Parts, tenants: string[]): Promise<boolean> {
   for (const tenant of tenants) {
     const count = await collections(services.db).events.countDocuments({ tenant });
     const newest = await collections(services.db).events.findOne({ tenant }, { sort: { seq: -1 }, projection: { seq: 1 } });
@@ -33,12 +33,12 @@ async function gapless(services: Services, tenants: string[]): Promise<boolean> 
 }
 
 /** One run: `processes` service processes of the checkout at `cwd`, loaded alike, writing `organizations` new organizations. */
-export async function scaleRun(uri: string, dbName: string, services: Services, processes: number, organizations: number, cwd = ROOT): Promise<ScaleRun> {
+export async function scaleRun(uri: string, dbName: string, services: Parts, processes: number, organizations: number, cwd = ROOT): Promise<ScaleRun> {
   const keys: string[] = [];
   const tenants: string[] = [];
   for (let i = 0; i < organizations; i++) {
-    const org = await services.orgs.create({ name: `Scale ${processes}×${organizations} #${i}`, plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
-    keys.push((await services.apiKeys.forOrg(org._id).create('bench', new Date())).key);
+    const org = await services.stores.orgs.create({ name: `Scale ${processes}×${organizations} #${i}`, plan: 'enterprise', monthlyCap: 1_000_000_000 }, new Date());
+    keys.push((await services.stores.apiKeys.forOrg(org._id).create('bench', new Date())).key);
     tenants.push(org._id);
   }
   const procs = await Promise.all(Array.from({ length: processes }, () => startProcess('src/main.ts', serviceEnv(uri, dbName), cwd)));
@@ -71,7 +71,7 @@ export async function scaleRun(uri: string, dbName: string, services: Services, 
 }
 
 /** The six runs, one after another on one database; each run uses organizations of its own. */
-export async function measureScaleOut(uri: string, dbName: string, services: Services): Promise<ScaleRun[]> {
+export async function measureScaleOut(uri: string, dbName: string, services: Parts): Promise<ScaleRun[]> {
   const runs: ScaleRun[] = [];
   for (const organizations of [1, 16]) {
     for (const processes of [1, 2, 4]) {

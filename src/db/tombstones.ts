@@ -14,7 +14,8 @@
 import type { Collection } from 'mongodb';
 import { type EventDoc, type IdempotencyClaimDoc, type InstallationStateDoc, type LegacyKeptLeafDoc, type StoredEvent, toEvent, type TombstoneDoc } from './documents';
 import { DUPLICATE_KEY, isDuplicateKey } from './errors';
-import { checkRetention, logEntryOf, RETENTION_ACTIONS, type RetentionCheck } from '../domain/retention';
+import { RETENTION_ACTIONS } from '../domain/retention';
+import { checkRetention, logEntryOf, type RetentionCheck } from '../client/retentionCheck';
 import { SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 
 const BATCH = 1_000;

@@ -5,7 +5,7 @@ import Koa from 'koa';
 import mount from 'koa-mount';
 import { AppError } from '../domain/errors';
 import { UNAVAILABLE_RETRY_AFTER_S } from '../db/errors';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import type { AppState } from './appState';
 import { dashboardAssets } from './dashboardAssets';
 import { docsPage } from './docsPage';
@@ -52,11 +52,16 @@ export interface HttpOptions {
   viewerFrameAncestors?: string;
   /** LEDGER_INSTALLATION_TOKEN: the installation log's tiles API asks for it; unset, that log is public. */
   installationToken?: string | undefined;
+  /**
+   * The time (ms) the per-key and per-address rate limits measure, by default the wall clock: not the
+   * injected clock, which tests and the model hold still or move by days (it would starve or flood the
+   * buckets); a test of the limits passes its own.
+   */
+  rateNow?: () => number;
 }
 
-export function createHttpApp(services: Services, options: HttpOptions = {}): HttpApp {
-  const stats = () => ({ ingest: services.ingest.stats, idempotency: services.idempotent.stats, ledger: services.integrator.stats, audit: services.ledgerAudit.stats, witnesses: services.witnesses?.counts ?? null, streams: services.streamDelivery.stats, selfAudit: services.selfAudit.stats, foreign: services.foreign.counts });
-  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, stats });
+export function createHttpApp(services: HttpServices, options: HttpOptions = {}): HttpApp {
+  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, stats: services.stats });
   // The client address is the right-most X-Forwarded-For entry that a trusted proxy added: entries
   // further left were sent by the client and can say anything.
   const koa = new Koa<AppState>({ proxy: options.trustProxy ?? false, maxIpsCount: options.trustProxyHops ?? 1 });
@@ -71,7 +76,7 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
   });
   routes.get('/readyz', async (ctx) => {
     try {
-      await services.db.command({ ping: 1 });
+      await services.ping();
       ctx.body = { status: 'ready' };
     } catch (err) {
       ctx.state.log.warn({ err }, 'database ping failed');
@@ -97,14 +102,14 @@ export function createHttpApp(services: Services, options: HttpOptions = {}): Ht
 
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandling);
-  koa.use(rateLimitPerApiKey(services.limits, () => services.ingest.instances.share));
-  koa.use(admitStrangers(services, services.limits, secureCookies));
+  koa.use(rateLimitPerApiKey(services.api.limits, () => services.ingest.instances.share, options.rateNow));
+  koa.use(admitStrangers(services, services.api.limits, secureCookies, options.rateNow));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken));
   koa.use(routes.routes());
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir, options.viewerFrameAncestors));
-  koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.limits.trpcMaxBatch }));
+  koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.api.limits.trpcMaxBatch }));
   koa.use(mount(REST_PREFIX, restApi(services)));
   const handle = koa.callback();
   return { koa, listener: (req, res) => void handle(req, res), metrics };

@@ -11,7 +11,7 @@ import { validationError } from '../domain/validation';
 import { loggableError } from '../db/errors';
 import { exportBody, EXPORT_CONTENT, LEDGER_TREE_SIZE_HEADER } from '../export/exportStream';
 import type { Principal } from '../services/auth';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import { authError, requireScope } from '../trpc/init';
 import { bearerToken, type Scope } from '../domain/apiKey';
 import type { AppState } from './appState';
@@ -21,7 +21,7 @@ import type { Metrics } from './metrics';
 export type ExportAuthenticator = (ctx: ParameterizedContext<AppState>) => Promise<Principal>;
 
 /** /v1's way in: the API key in `Authorization`, with the scope the route needs. */
-export function apiKeyExportAuth(services: Services, scope: Scope): ExportAuthenticator {
+export function apiKeyExportAuth(services: HttpServices, scope: Scope): ExportAuthenticator {
   return async (ctx) => {
     const auth = await services.auth.authenticate(ctx.req.headers.authorization);
     if (auth.kind !== 'ok') throw authError(auth.kind, 'read');
@@ -34,15 +34,15 @@ export function apiKeyExportAuth(services: Services, scope: Scope): ExportAuthen
  * The hosted viewer's download (`/viewer/export`): its viewer token in `Authorization: Bearer` or, for a
  * plain download link, in `token` (taken out of the query before the filters are read).
  */
-export function viewerExportAuth(services: Services): ExportAuthenticator {
+export function viewerExportAuth(services: HttpServices): ExportAuthenticator {
   return async (ctx) => {
     const { token, ...filters } = ctx.query;
     ctx.query = filters;
-    return services.viewerTokens.verify(bearerToken(ctx.req.headers.authorization) ?? (typeof token === 'string' ? token : undefined));
+    return services.api.viewerTokens.verify(bearerToken(ctx.req.headers.authorization) ?? (typeof token === 'string' ? token : undefined));
   };
 }
 
-export function exportRoute(services: Services, metrics: Metrics, authenticate: ExportAuthenticator): Middleware<AppState> {
+export function exportRoute(services: HttpServices, metrics: Metrics, authenticate: ExportAuthenticator): Middleware<AppState> {
   return async (ctx) => {
     const principal = await authenticate(ctx);
     const parsed = ZExportEventsInput.safeParse(ctx.query);
@@ -51,8 +51,8 @@ export function exportRoute(services: Services, metrics: Metrics, authenticate: 
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
     const { tree_size: treeSize, ...filters } = parsed.data;
     const [{ docs, treeSize: pinned }, removed] = await Promise.all([
-      services.events.export(principal, filters, treeSize),
-      principal.kind === 'viewer' ? null : services.retention.notice(principal.tenant),
+      services.api.events.export(principal, filters, treeSize),
+      principal.kind === 'viewer' ? null : services.api.retention.notice(principal.tenant),
     ]);
     // On the organization's record before the first byte goes (services/selfAudit.ts).
     try {

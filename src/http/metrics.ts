@@ -1,27 +1,6 @@
 /** Prometheus metrics (prom-client), one registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { IngestStats } from '../ingest/ingest';
-import type { IdempotencyStats } from '../services/idempotency';
-import type { Services } from '../services/container';
-import type { Witnesses } from '../ledger/witnesses';
-import type { StreamStats } from '../streams/deliverer';
-import type { ForeignRows } from '../db/foreignRows';
-
-/** The services' plain counters, read when metrics are scraped. */
-export interface ServiceStats {
-  ingest: IngestStats;
-  idempotency: IdempotencyStats;
-  ledger: Services['integrator']['stats'];
-  audit: Services['ledgerAudit']['stats'];
-  /** Submissions to the installation log's witnesses by outcome, and the alarms raised (null: no witnesses). */
-  witnesses: Witnesses['counts'] | null;
-  /** Log streams this instance delivers. */
-  streams: StreamStats;
-  /** The self-audit outbox's drain: records found foreign (not the admin CLI's). */
-  selfAudit: Services['selfAudit']['stats'];
-  /** Rows met without a valid MAC, by kind, and those moved aside. */
-  foreign: ForeignRows['counts'];
-}
+import type { ServiceStats } from '../services/container';
 
 export interface Metrics {
   registry: Registry;

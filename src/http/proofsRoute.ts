@@ -8,11 +8,11 @@ import type { Middleware } from 'koa';
 import { ZProofsQuery } from '../domain/ledger/schemas';
 import { validationError } from '../domain/validation';
 import { loggableError } from '../db/errors';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import type { AppState } from './appState';
 import type { ExportAuthenticator } from './exportRoute';
 
-export function proofsRoute(services: Services, authenticate: ExportAuthenticator): Middleware<AppState> {
+export function proofsRoute(services: HttpServices, authenticate: ExportAuthenticator): Middleware<AppState> {
   return async (ctx) => {
     const principal = await authenticate(ctx);
     const parsed = ZProofsQuery.safeParse(ctx.query);
@@ -21,8 +21,8 @@ export function proofsRoute(services: Services, authenticate: ExportAuthenticato
     // The filters as given (each a single string: the schema refuses anything else), for the sidecar.
     const given = Object.fromEntries(Object.entries(ctx.query).filter(([name]) => name !== 'tree_size')) as Record<string, string>;
     // Anything that fails here is answered with a JSON error: no byte of the body has been sent yet.
-    const { checkpoint, proofs } = await services.ledgerReads.proofs(principal, filters, treeSize);
-    const installation = await services.ledgerReads.installation(checkpoint);
+    const { checkpoint, proofs } = await services.api.ledgerReads.proofs(principal, filters, treeSize);
+    const installation = await services.api.ledgerReads.installation(checkpoint);
     async function* body(): AsyncGenerator<string> {
       yield `{"checkpoint":${JSON.stringify(checkpoint.note)},"tree_size":${checkpoint.size},"filters":${JSON.stringify(given)},"installation":${JSON.stringify(installation)},"proofs":[`;
       let first = true;

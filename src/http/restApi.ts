@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { createOpenApiNodeHttpHandler, forEachOpenApiProcedure } from 'trpc-to-openapi';
 import { unknownFieldsError } from '../domain/validation';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import { LIMITS } from '../domain/event';
 import { createContext } from '../trpc/context';
 import type { ProcedureMeta } from '../trpc/init';
@@ -37,7 +37,7 @@ forEachOpenApiProcedure<ProcedureMeta>(appRouter._def.procedures, ({ path, meta 
 });
 const SUCCESS_STATUS = new Map(REST_OPERATIONS.map((op) => [op.procedure, op.successStatus]));
 
-export function restApi(services: Services): Middleware<AppState> {
+export function restApi(services: HttpServices): Middleware<AppState> {
   const handler = createOpenApiNodeHttpHandler({
     router: appRouter,
     // The request id is on the response already (X-Request-Id, set by `requestContext`).
@@ -63,7 +63,7 @@ export function restApi(services: Services): Middleware<AppState> {
       // Never serialized again on the way to the procedure: the adapter's `getRequestSignal`, which built a
       // whole fetch Request from it, is patched (patches/trpc-to-openapi+3.3.0.patch), so a body nested
       // 300,000 levels deep reaches validation and gets its 400 (events.create).
-      req.body = await readJsonObject(ctx, ctx.path === BATCH_PATH ? services.limits.batchBytes : LIMITS.bodyBytes);
+      req.body = await readJsonObject(ctx, ctx.path === BATCH_PATH ? services.api.limits.batchBytes : LIMITS.bodyBytes);
     }
     // The adapter gathers query parameters in a plain `{}` (getQuery in its node-http/input.ts), so a
     // name Object.prototype already has (`toString`, `__proto__`) makes it throw or vanish. No field of

@@ -12,7 +12,7 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Limits } from '../config/env';
 import { AppError } from '../domain/errors';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import { authError } from '../trpc/init';
 import { toAppError } from '../trpc/errors';
 import type { AppState } from './appState';
@@ -37,7 +37,8 @@ function largeBody(ctx: ParameterizedContext<AppState>): boolean {
   return Boolean(ctx.get('transfer-encoding'));
 }
 
-export function admitStrangers(services: Services, limits: Pick<Limits, 'authFailuresPerSecond' | 'authFailuresBurst'>, secureCookies: boolean): Middleware<AppState> {
+export function admitStrangers(services: HttpServices, limits: Pick<Limits, 'authFailuresPerSecond' | 'authFailuresBurst'>, secureCookies: boolean, now: () => number = Date.now): Middleware<AppState> {
+  // Measured on `now` (HttpOptions.rateNow: the wall clock unless a test gives its own), as the per-key limit.
   const failures = new TokenBuckets(limits.authFailuresPerSecond, limits.authFailuresBurst);
 
   /** Whether the caller's credentials are good: an API key on either surface, a session on /trpc. */
@@ -47,7 +48,7 @@ export function admitStrangers(services: Services, limits: Pick<Limits, 'authFai
       const auth = await services.auth.authenticate(header || undefined, 'write');
       return auth.kind === 'ok' ? null : authError(auth.kind, 'write');
     }
-    const session = await services.accounts.authenticate(readSessionToken(ctx.req, secureCookies || ctx.secure));
+    const session = await services.api.accounts.authenticate(readSessionToken(ctx.req, secureCookies || ctx.secure));
     return session ? null : new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${STRANGER_BODY_BYTES / 1024} KiB allowed before signing in`);
   }
 
@@ -59,12 +60,12 @@ export function admitStrangers(services: Services, limits: Pick<Limits, 'authFai
     }
     const address = throttleAddress(ctx.ip);
     const credentials = Boolean(ctx.get('authorization')) || (surface === 'trpc' && hasSessionCookie(ctx.req));
-    if (credentials && failures.available(address, Date.now()) < 1) {
+    if (credentials && failures.available(address, now()) < 1) {
       const retryAfter = Math.max(1, Math.ceil(1 / limits.authFailuresPerSecond));
       throw new AppError('RATE_LIMITED', `Too many failed authentications from this address; retry after ${retryAfter} s`, { retryAfter });
     }
     const failed = () => {
-      if (credentials) failures.take(address, Date.now());
+      if (credentials) failures.take(address, now());
     };
     if (['POST', 'PUT', 'PATCH'].includes(ctx.method) && largeBody(ctx)) {
       const refusal = await known(ctx, surface);

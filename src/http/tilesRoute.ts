@@ -9,7 +9,7 @@ import type { Middleware } from 'koa';
 import { bearerToken } from '../domain/apiKey';
 import { AppError } from '../domain/errors';
 import { INSTALLATION } from '../domain/ledger/log';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import type { AppState } from './appState';
 import type { ExportAuthenticator } from './exportRoute';
 
@@ -22,7 +22,7 @@ function sameToken(given: string | undefined, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export function tilesApi(services: Services, authenticate: ExportAuthenticator, installationToken: string | undefined): Middleware<AppState> {
+export function tilesApi(services: HttpServices, authenticate: ExportAuthenticator, installationToken: string | undefined): Middleware<AppState> {
   return async (ctx, next) => {
     const prefix = ctx.path.startsWith(LOG_PREFIX) ? LOG_PREFIX : ctx.path.startsWith(INSTALLATION_PREFIX) ? INSTALLATION_PREFIX : null;
     if (!prefix || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
@@ -38,7 +38,7 @@ export function tilesApi(services: Services, authenticate: ExportAuthenticator, 
       tenant = INSTALLATION;
     }
     const path = ctx.path.slice(prefix.length);
-    const { body, immutable } = await services.ledgerReads.tileResource(tenant, path);
+    const { body, immutable } = await services.api.ledgerReads.tileResource(tenant, path);
     ctx.status = 200;
     ctx.type = path === 'checkpoint' ? 'text/plain; charset=utf-8' : 'application/octet-stream';
     // Full tiles never change; a checkpoint and partial tiles are cached a few seconds at most.

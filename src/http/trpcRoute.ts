@@ -2,7 +2,7 @@
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Middleware } from 'koa';
 import { LIMITS } from '../domain/event';
-import type { Services } from '../services/container';
+import type { HttpServices } from '../services/container';
 import { createContext } from '../trpc/context';
 import { loggableError } from '../db/errors';
 import { toAppError } from '../trpc/errors';
@@ -15,7 +15,7 @@ import { sessionCookieJar } from './sessionCookie';
 export const TRPC_PREFIX = '/trpc';
 
 /** `secureCookies`: whether the dashboard is served over HTTPS (directly or behind a trusted proxy). */
-export function trpcRoute(services: Services, options: { secureCookies: boolean; maxBatchSize: number }): Middleware<AppState> {
+export function trpcRoute(services: HttpServices, options: { secureCookies: boolean; maxBatchSize: number }): Middleware<AppState> {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(`${TRPC_PREFIX}/`)) {
       await next();
@@ -30,7 +30,7 @@ export function trpcRoute(services: Services, options: { secureCookies: boolean;
       path: ctx.path.slice(TRPC_PREFIX.length + 1),
       router: appRouter,
       // A batch of events may be larger than any other call (BATCH_MAX_BYTES).
-      maxBodySize: Math.max(LIMITS.bodyBytes, services.limits.batchBytes),
+      maxBodySize: Math.max(LIMITS.bodyBytes, services.api.limits.batchBytes),
       maxBatchSize: options.maxBatchSize,
       createContext: ({ req, res, info }) =>
         createContext(services, req, ctx.state.requestId, info.type, {

@@ -139,32 +139,60 @@ function capReached(now: Date): AppError {
   return new AppError('MONTHLY_LIMIT_REACHED', MESSAGES.monthlyLimitReached, { retryAfter: Math.ceil((nextMonth - now.getTime()) / 1000) });
 }
 
+export interface EventWriterOptions {
+  inserts: EventInserts;
+  /** A tenant's stored events by id: how a duplicate is told from a lost race. */
+  readerOf: (tenant: string) => Pick<EventReader, 'getMany'>;
+  orgs: OrgRepository;
+  /** The round's keys, checked again right before the write. */
+  keys: Pick<ActiveKeys, 'among'>;
+  clock: Clock;
+  log: Logger;
+  /** Told about keys found revoked at commit, so authentication stops trusting them at once. */
+  onInactiveKey?: (hash: string) => void;
+  /** Told about every event this writer stored, with its hashes, once it is durable (the ledger integrates them). */
+  onStored?: (docs: EventDoc[], hashes: EventHashes[]) => void;
+  /** How long the next round gathers when events are already waiting at the end of one (ms; 0: none). */
+  commitDelayMs?: number;
+  /** Seals each event at its place (db/rowMacs.ts); null where nothing is signed (no key file). */
+  rowMac?: RowMac | null;
+  /** The size of the tenant's newest checkpoint this installation's key signed (0: none). */
+  signedFloor?: (tenant: string) => Promise<number>;
+}
+
 export class EventWriter {
   private readonly tenants = new Map<string, Tenant>();
   private readonly cpu = new CpuPressure();
   private flushing: Promise<void> | null = null;
   readonly stats: WriterStats = { batches: 0, events: 0, conflicts: 0, duplicates: 0, refused: 0 };
 
-  constructor(
-    private readonly inserts: EventInserts,
-    /** A tenant's stored events by id: how a duplicate is told from a lost race. */
-    private readonly readerOf: (tenant: string) => Pick<EventReader, 'getMany'>,
-    private readonly orgs: OrgRepository,
-    /** The round's keys, checked again right before the write. */
-    private readonly keys: Pick<ActiveKeys, 'among'>,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-    /** Told about keys found revoked at commit, so authentication stops trusting them at once. */
-    private readonly onInactiveKey: (hash: string) => void = () => undefined,
-    /** Told about every event this writer stored, with its hashes, once it is durable (the ledger integrates them). */
-    private readonly onStored: (docs: EventDoc[], hashes: EventHashes[]) => void = () => undefined,
-    /** How long the next round gathers when events are already waiting at the end of one (ms; 0: none). */
-    private readonly commitDelayMs = 0,
-    /** Seals each event at its place (db/rowMacs.ts); null where nothing is signed (no key file). */
-    private readonly rowMac: RowMac | null = null,
-    /** The size of the tenant's newest checkpoint this installation's key signed (0: none). */
-    private readonly signedFloor: (tenant: string) => Promise<number> = () => Promise.resolve(0),
-  ) {}
+  private readonly inserts: EventInserts;
+  private readonly readerOf: (tenant: string) => Pick<EventReader, 'getMany'>;
+  private readonly orgs: OrgRepository;
+  private readonly keys: Pick<ActiveKeys, 'among'>;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly onInactiveKey: (hash: string) => void;
+  private readonly onStored: (docs: EventDoc[], hashes: EventHashes[]) => void;
+  private readonly commitDelayMs: number;
+  private readonly rowMac: RowMac | null;
+  private readonly signedFloor: (tenant: string) => Promise<number>;
+
+  constructor(options: EventWriterOptions) {
+    ({
+      inserts: this.inserts,
+      readerOf: this.readerOf,
+      orgs: this.orgs,
+      keys: this.keys,
+      clock: this.clock,
+      log: this.log,
+      onInactiveKey: this.onInactiveKey = () => undefined,
+      onStored: this.onStored = () => undefined,
+      commitDelayMs: this.commitDelayMs = 0,
+      rowMac: this.rowMac = null,
+      signedFloor: this.signedFloor = () => Promise.resolve(0),
+    } = options);
+  }
 
   /**
    * The 429 of a tenant found at its cap a moment ago, or null: a write that is not exempt is then refused

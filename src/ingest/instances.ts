@@ -19,9 +19,9 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Collection } from 'mongodb';
 import type { Logger } from 'pino';
 import type { InstanceDoc } from '../db/documents';
+import type { InstanceList } from '../db/instanceList';
 import { describeDbError } from '../db/errors';
 import type { InstanceAuth } from './instanceAuth';
 
@@ -54,7 +54,7 @@ export class Instances {
   private readonly refused = new Set<string>();
 
   constructor(
-    private readonly c: Collection<InstanceDoc>,
+    private readonly list: InstanceList,
     private readonly auth: InstanceAuth,
     private readonly log: Logger,
     private readonly writers = 1,
@@ -63,7 +63,7 @@ export class Instances {
   /** Announces this instance, reachable at `url`, and starts the heartbeat. Until then it is alone. */
   async join(url: string): Promise<void> {
     this.self.url = url;
-    await this.c.insertOne(this.doc());
+    await this.list.add(this.doc());
     await this.refresh();
     this.timer = setInterval(() => void this.beat(), BEAT_MS);
     this.timer.unref();
@@ -79,7 +79,7 @@ export class Instances {
     this.timer = undefined;
     this.setLive([this.self]);
     try {
-      await this.c.deleteOne({ _id: this.self.id });
+      await this.list.remove([this.self.id]);
     } catch (error) {
       this.log.warn({ error: describeDbError(error) }, 'could not remove this instance from the instance list');
     }
@@ -152,9 +152,8 @@ export class Instances {
     this.beating = true;
     try {
       this.beats++;
-      const { matchedCount } = await this.c.updateOne({ _id: this.self.id }, { $set: { beat: this.beats } });
       // Another instance deleted us after a long silence (a paused process, say): announce again.
-      if (matchedCount === 0) await this.c.insertOne(this.doc());
+      if (!(await this.list.beat(this.self.id, this.beats))) await this.list.add(this.doc());
       await this.refresh();
     } catch (error) {
       this.log.warn({ error: describeDbError(error) }, 'instance heartbeat failed');
@@ -164,7 +163,7 @@ export class Instances {
   }
 
   private async refresh(): Promise<void> {
-    const docs = (await this.c.find({}).toArray()).filter((doc) => this.authentic(doc));
+    const docs = (await this.list.all()).filter((doc) => this.authentic(doc));
     const now = performance.now();
     const present = new Set<string>();
     const forgotten: string[] = [];
@@ -180,7 +179,7 @@ export class Instances {
       .filter(({ doc, changedAt }) => doc._id !== this.self.id && now - changedAt < SILENT_MS && !this.down.has(doc._id))
       .map(({ doc }) => ({ id: doc._id, url: doc.url }));
     this.setLive([this.self, ...others]);
-    if (forgotten.length > 0) await this.c.deleteMany({ _id: { $in: forgotten } });
+    await this.list.remove(forgotten);
   }
 
   private setLive(live: Peer[]): void {

@@ -17,7 +17,7 @@ import { RowMac } from '../domain/ledger/rowMac';
 import { isOwnEntry, isOwnStored } from '../db/rowMacs';
 import { TILE_WIDTH } from '../domain/ledger/tiles';
 import { isTombstone, leafCommitOfStored, type LedgerEntryDoc, toEvent } from '../db/documents';
-import { checkRetention, type LogEntry, logEntryOf } from '../domain/retention';
+import { checkRetention, type LogEntry, logEntryOf } from '../client/retentionCheck';
 import type { LedgerStore, TenantLedgerStore } from '../db/ledgerStore';
 import type { WitnessStore } from '../db/witnessStore';
 import { INSTALLATION, logOrigin } from '../domain/ledger/log';

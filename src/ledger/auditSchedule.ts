@@ -11,8 +11,6 @@ import type { WitnessStore } from '../db/witnessStore';
 import { auditInstallation, auditLog } from './audit';
 
 export class AuditSchedule {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
   readonly stats = { runs: 0, findings: 0 };
 
   constructor(
@@ -22,18 +20,6 @@ export class AuditSchedule {
     private readonly verifier: Verifier | null,
     private readonly log: Logger,
   ) {}
-
-  start(intervalMs: number): void {
-    if (intervalMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => { this.running ??= this.runOnce().finally(() => { this.running = null; }); }, intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
-  }
 
   async runOnce(): Promise<void> {
     for (const tenant of await this.orgs.ids()) {

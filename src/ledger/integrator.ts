@@ -62,6 +62,8 @@ export interface LedgerIntegratorOptions extends LedgerOptions {
   store: LedgerStore;
   clock: Clock;
   log: Logger;
+  /** The installation's witnesses, asked before its log is signed (none: no policy, or nothing signed here). */
+  witnessing?: InstallationWitnessing | null;
 }
 
 /**
@@ -86,11 +88,11 @@ export class LedgerIntegrator {
   private queued: Promise<Map<string, Error>> | null = null;
   /** Logs a round must look at even with nothing new: halted ones to recheck, ones a reader asked for. */
   private readonly asked = new Set<string>();
-  /** Set by the composition root when the installation has witnesses. */
-  witnessing: InstallationWitnessing | null = null;
+  private readonly witnessing: InstallationWitnessing | null;
 
-  constructor({ store, clock, log, ...options }: LedgerIntegratorOptions) {
+  constructor({ store, clock, log, witnessing, ...options }: LedgerIntegratorOptions) {
     this.options = options;
+    this.witnessing = witnessing ?? null;
     this.log = log;
     this.side = openWriteSide(writeContext({ store, name: options.name, signer: options.signer, clock, log }));
   }

@@ -81,16 +81,17 @@ export class Witnesses implements InstallationWitnessing {
   private readonly running = new Map<string, Promise<void>>();
   private readonly waiting = new Map<string, LedgerCheckpointDoc>();
   readonly counts = { accepted: 0, conflicts: 0, refused: 0, unreachable: 0, alarms: 0 };
+  readonly policy: Policy;
+  private readonly store: WitnessStore;
+  private readonly installation: TenantLedgerReader;
+  private readonly signer: Signer;
+  private readonly log: Logger;
   /** Told of every alarm (the composition root halts the installation log with it). */
-  onAlarm: (reason: string) => void = () => undefined;
+  private readonly onAlarm: (reason: string) => void;
 
-  constructor(
-    readonly policy: Policy,
-    private readonly store: WitnessStore,
-    private readonly installation: TenantLedgerReader,
-    private readonly signer: Signer,
-    private readonly log: Logger,
-  ) {
+  constructor(options: { policy: Policy; store: WitnessStore; installation: TenantLedgerReader; signer: Signer; log: Logger; onAlarm: (reason: string) => void }) {
+    ({ policy: this.policy, store: this.store, installation: this.installation, signer: this.signer, log: this.log, onAlarm: this.onAlarm } = options);
+    const policy = this.policy;
     this.witnesses = policy.witnesses.map((w) => ({ name: w.name, verifier: parseCosignerVerifier(w.keyText), url: w.url }));
   }
 

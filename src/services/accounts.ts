@@ -23,17 +23,38 @@ export interface StartedSession {
   view: TAccountView;
 }
 
+export interface AccountServiceOptions {
+  accounts: AccountRepository;
+  members: MemberRepository;
+  sessions: SessionRepository;
+  orgs: OrgRepository;
+  throttle: AuthThrottle;
+  audit: SelfAudit;
+  clock: Clock;
+  log: Logger;
+}
+
 export class AccountService {
-  constructor(
-    private readonly accounts: AccountRepository,
-    private readonly members: MemberRepository,
-    private readonly sessions: SessionRepository,
-    private readonly orgs: OrgRepository,
-    private readonly throttle: AuthThrottle,
-    private readonly audit: SelfAudit,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-  ) {
+  private readonly accounts: AccountRepository;
+  private readonly members: MemberRepository;
+  private readonly sessions: SessionRepository;
+  private readonly orgs: OrgRepository;
+  private readonly throttle: AuthThrottle;
+  private readonly audit: SelfAudit;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(options: AccountServiceOptions) {
+    ({
+      accounts: this.accounts,
+      members: this.members,
+      sessions: this.sessions,
+      orgs: this.orgs,
+      throttle: this.throttle,
+      audit: this.audit,
+      clock: this.clock,
+      log: this.log,
+    } = options);
     // Computed now rather than on the first sign-in with an unknown email, which would otherwise be slower.
     dummyPasswordHash().catch(() => undefined);
   }

@@ -1,18 +1,18 @@
-/** Wires repositories and services for one database; the app, the CLI and the tests all start here. */
+/**
+ * The composition root: wires repositories and services for one database, and gives each surface what it
+ * uses: the API's procedures (`api`, the tRPC context), the HTTP app around them (`http`) and the
+ * background jobs (`jobs`). The app, the CLI and the tests all start here; only the tests reach `parts`.
+ */
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config, Limits } from '../config/env';
-import { AccountRepository } from '../db/accountRepository';
-import { ActiveKeys, type ApiKeyRepository } from '../db/apiKeyRepository';
+import { ActiveKeys } from '../db/apiKeyRepository';
 import { Stores } from '../db/stores';
-import { AuthAttemptRepository } from '../db/authAttemptRepository';
 import { collections, ensureIndexes } from '../db/database';
-import { OrgRepository } from '../db/orgRepository';
-import { SessionRepository } from '../db/sessionRepository';
 import type { Clock } from '../domain/time';
 import { TokenBuckets } from '../domain/tokenBuckets';
 import { EventWriter } from '../ingest/eventWriter';
-import { Ingest } from '../ingest/ingest';
+import { Ingest, type IngestStats } from '../ingest/ingest';
 import { InstanceAuth } from '../ingest/instanceAuth';
 import { AuditSchedule } from '../ledger/auditSchedule';
 import { LedgerIntegrator, type LedgerOptions } from '../ledger/integrator';
@@ -26,29 +26,89 @@ import { ApiKeyAuthenticator } from './auth';
 import { AuthThrottle, DEFAULT_THROTTLE, type ThrottlePolicy } from './authThrottle';
 import { EventService } from './events';
 import { LedgerService } from './ledger';
-import { IdempotentWrites } from './idempotency';
+import { type IdempotencyStats, IdempotentWrites } from './idempotency';
 import { UsageService } from './usage';
 import { StreamService } from './streams';
-import { StreamStore } from '../db/streamStore';
-import { StreamDeliverer } from '../streams/deliverer';
+import { StreamDeliverer, type StreamStats } from '../streams/deliverer';
 import { SecretBox } from '../streams/secretBox';
-import { InvitationRepository } from '../db/invitationRepository';
-import { MemberRepository } from '../db/memberRepository';
 import { keyDerivedFrom } from '../domain/ledger/note';
 import { Mailer } from './mailer';
 import { MemberService } from './members';
 import { SelfAudit } from './selfAudit';
-import { AuditOutbox } from '../db/auditOutbox';
 import { RowMac } from '../domain/ledger/rowMac';
 import { ViewerTokens } from './viewer';
 import { RetentionService } from './retention';
-import { RetentionStore } from '../db/retentionStore';
 import { EventSource } from '../streams/eventSource';
+import { job, type Job, Lifecycle, Periodic } from './jobs';
 
-export interface Services {
+/** What the API's procedures call: the tRPC context's `services`, and the REST routes beside tRPC. */
+export interface ApiServices {
+  accounts: AccountService;
+  /** Members, roles and invitations. */
+  members: MemberService;
+  events: EventService;
+  /** The ledger's read side: key, checkpoints, proofs, tiles. */
+  ledgerReads: LedgerService;
+  /** Log streams, managed (delivery is a job). */
+  streams: StreamService;
+  /** Retention policies, legal holds and erasure (pruning is a job). */
+  retention: RetentionService;
+  keys: ApiKeyService;
+  usage: UsageService;
+  /** Viewer tokens for an organization's customers. */
+  viewerTokens: ViewerTokens;
+  /** Dashboard calls per session, at the rate API keys get (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST). */
+  sessionRate: TokenBuckets;
+  limits: Limits;
+  clock: Clock;
+}
+
+/** The services' plain counters, read when metrics are scraped. */
+export interface ServiceStats {
+  ingest: IngestStats;
+  idempotency: IdempotencyStats;
+  ledger: LedgerIntegrator['stats'];
+  audit: AuditSchedule['stats'];
+  /** Submissions to the installation log's witnesses by outcome, and the alarms raised (null: no witnesses). */
+  witnesses: Witnesses['counts'] | null;
+  /** Log streams this instance delivers. */
+  streams: StreamStats;
+  /** The self-audit outbox's drain: records found foreign (not the admin CLI's). */
+  selfAudit: SelfAudit['stats'];
+  /** Rows met without a valid MAC, by kind, and those moved aside. */
+  foreign: Stores['foreign']['counts'];
+}
+
+/** What the HTTP app uses around the procedures. */
+export interface HttpServices {
+  api: ApiServices;
+  auth: ApiKeyAuthenticator;
+  /** Writes what other instances forward (the internal listener); its instance count shares the installation's rates. */
+  ingest: Ingest;
+  /** Records each export run in the organization's log. */
+  selfAudit: Pick<SelfAudit, 'exportRun'>;
+  /** Resolves when the database answers (readiness). */
+  ping: () => Promise<void>;
+  stats: () => ServiceStats;
+  log: Logger;
+}
+
+/** How often this instance runs its periodic jobs; 0 (or false): the job does not run here. */
+export interface JobSettings {
+  /** Draining the admin CLI's self-audit outbox. */
+  selfAuditIntervalMs: number;
+  /** The background ledger audit (LEDGER_AUDIT_INTERVAL_MS). */
+  ledgerAuditIntervalMs: number;
+  /** Pruning by retention policy (RETENTION_PRUNE_INTERVAL_MS). */
+  pruneIntervalMs: number;
+  /** Whether this instance delivers log streams. */
+  deliverStreams: boolean;
+}
+
+/** Every part, for the tests (white-box) and the jobs; no surface takes this whole. */
+export interface Parts extends ApiServices {
   db: Db;
-  orgs: OrgRepository;
-  apiKeys: ApiKeyRepository;
+  stores: Stores;
   auth: ApiKeyAuthenticator;
   /** Where events are written: here, or forwarded to the instance that writes their organization. */
   ingest: Ingest;
@@ -56,36 +116,28 @@ export interface Services {
   integrator: LedgerIntegrator;
   /** The installation log's witnesses (null: no policy, or this process signs nothing). */
   witnesses: Witnesses | null;
-  /** The ledger's read side for the API: key, checkpoints, proofs. */
-  ledgerReads: LedgerService;
-  /** The background audit (started by main.ts when LEDGER_AUDIT_INTERVAL_MS is set). */
   ledgerAudit: AuditSchedule;
-  events: EventService;
   /** Writes with an Idempotency-Key (used by `events`; here for its metrics). */
   idempotent: IdempotentWrites;
-  accounts: AccountService;
-  /** Members, roles and invitations. */
-  members: MemberService;
   /** The service's own audit events in each organization's log. */
   selfAudit: SelfAudit;
-  /** Viewer tokens for an organization's customers. */
-  viewerTokens: ViewerTokens;
-  /** Retention policies, legal holds, erasure and the prune job (started by main.ts). */
-  retention: RetentionService;
   /** Invitation mail (null: SMTP_URL unset). */
   mailer: Mailer | null;
-  keys: ApiKeyService;
-  usage: UsageService;
-  /** Log streams: managed through `streams`, delivered by `streamDelivery` (started by main.ts). */
-  streams: StreamService;
   streamDelivery: StreamDeliverer;
-  /** Rows met without a valid MAC (db/foreignRows.ts): named, counted, moved aside. */
-  foreign: Stores['foreign'];
-  /** Dashboard calls per session, at the rate API keys get (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST). */
-  sessionRate: TokenBuckets;
-  clock: Clock;
   log: Logger;
-  limits: Limits;
+}
+
+export interface Container {
+  api: ApiServices;
+  http: HttpServices;
+  /**
+   * This instance's background jobs in start order (they stop in the reverse one). `serving` are the
+   * caller's own, started after the writer, the ledger and the periodic jobs and before the log streams,
+   * whose share of the streams depends on the live instances (main.ts: its listeners, then joining the
+   * instance list).
+   */
+  jobs: (settings: JobSettings, serving?: readonly Job[]) => Lifecycle;
+  parts: Parts;
 }
 
 export async function createServices(
@@ -95,94 +147,130 @@ export async function createServices(
   clock: Clock,
   log: Logger,
   options: { throttle?: ThrottlePolicy } = {},
-): Promise<Services> {
+): Promise<Container> {
   const c = collections(db);
   await ensureIndexes(c);
-  const orgs = new OrgRepository(c, config.planCaps);
-  // Rows the service writes carry a MAC under a key derived from the key file (db/rowMacs.ts).
-  const rowMac = config.ledger?.signer ? RowMac.fromSigner(config.ledger.signer) : null;
-  const stores = new Stores(c, log, rowMac);
-  // Rows of versions before MACs are sealed where a signed checkpoint covers them, before anything runs.
-  if (config.ledger?.signer) await sealLegacyRows(stores.ledger, config.ledger.signer, clock.now(), log);
-  const apiKeys = stores.apiKeys;
-  const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
-  const forgetKey = (hash: string) => { auth.forget(hash); };
-  // Without options (the admin CLI), the ledger serves reads and never signs.
-  const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: config.ledgerIntervalMs };
-  const ledgerStore = stores.ledger;
-  const integrator = new LedgerIntegrator({ ...ledgerOptions, store: ledgerStore, clock, log });
-  const ledgerReader = new LedgerReader(ledgerStore, { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs }, ledgerOptions.signer ? integrator : null, clock);
-  const policy = config.ledger?.witnessPolicy;
-  const witnessStore = stores.witnesses;
-  const witnesses = policy && ledgerOptions.signer ? new Witnesses(policy, witnessStore, ledgerReader.installation(), ledgerOptions.signer, log) : null;
-  integrator.witnessing = witnesses;
-  if (witnesses) witnesses.onAlarm = (reason) => { integrator.haltInstallation(reason); };
-  // Instances authenticate each other with a key derived from the signing key file they share.
-  const instanceAuth = config.ledger?.signer ? InstanceAuth.fromSigner(config.ledger.signer) : InstanceAuth.alone();
+  const signer = config.ledger?.signer ?? null;
   // FerretDB reads a whole organization for a range of sequence numbers; point reads reach its GIN index.
   const buildInfo = await db.command({ buildInfo: 1 });
-  const streamStore = new StreamStore(c, typeof buildInfo.ferretdbVersion === 'string', stores.foreign);
-  const streamEvents = new EventSource(streamStore);
-  const writer = new EventWriter(stores.inserts, (tenant) => stores.events(tenant), orgs, new ActiveKeys(apiKeys), clock, log, forgetKey, (docs, hashes) => {
-    integrator.stored(docs, hashes);
-    streamEvents.add(docs);
-  }, config.ingestCommitDelayMs, rowMac, async (tenant) => {
-    const signer = config.ledger?.signer;
-    return signer ? signedSizeOf(stores.ledger, signer, tenant) : 0;
-  });
-  const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
-  const limits = config.limits;
-  const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
-  const events = new EventService(stores, ingest, idempotent, clock, integrator, limits);
-  const box = SecretBox.fromSigner(config.ledger?.signer ?? null);
-  const streamDelivery = new StreamDeliverer(streamStore, streamEvents, ledgerReader, ingest.instances, box, config.streams, clock, log.child({ component: 'streams' }));
-  const throttle = new AuthThrottle(new AuthAttemptRepository(c), options.throttle ?? DEFAULT_THROTTLE);
-  // The admin CLI seals its outbox records with the row key from the key file; without it nothing is drained.
-  const selfAudit = new SelfAudit(ingest, new AuditOutbox(c), rowMac, clock, log);
-  const memberRepo = new MemberRepository(c);
-  const sessions = new SessionRepository(c);
-  const accounts = new AccountService(new AccountRepository(c), memberRepo, sessions, orgs, throttle, selfAudit, clock, log);
-  const mailer = config.mail ? new Mailer(config.mail.smtpUrl, config.mail.from) : null;
-  const viewerSecret = config.ledger?.signer ? keyDerivedFrom(config.ledger.signer, 'audit-ledger/viewer-token/v1') : null;
-  return {
-    db,
+  // Rows the service writes carry a MAC under a key derived from the key file (db/rowMacs.ts).
+  const rowMac = signer ? RowMac.fromSigner(signer) : null;
+  const stores = new Stores(c, { log, rowMac, planCaps: config.planCaps, pointReads: typeof buildInfo.ferretdbVersion === 'string' });
+  const { orgs, apiKeys } = stores;
+  // Rows of versions before MACs are sealed where a signed checkpoint covers them, before anything runs.
+  if (signer) await sealLegacyRows(stores.ledger, signer, clock.now(), log);
+  const auth = new ApiKeyAuthenticator(apiKeys, clock, log);
+  const forgetKey = (hash: string) => { auth.forget(hash); };
+
+  // The ledger. Without `config.ledger` (the admin CLI) it serves reads and never signs.
+  const ledgerOptions = config.ledger ?? { name: 'unsigned', signer: null, intervalMs: config.ledgerIntervalMs };
+  const readerOptions = { name: ledgerOptions.name, verifier: ledgerOptions.signer, intervalMs: ledgerOptions.intervalMs };
+  const policy = config.ledger?.witnessPolicy;
+  // The witnesses read the installation log as stored; an alarm of theirs halts it.
+  const witnesses = policy && signer
+    ? new Witnesses({ policy, store: stores.witnesses, installation: new LedgerReader(stores.ledger, readerOptions, null, clock).installation(), signer, log, onAlarm: (reason) => { integrator.haltInstallation(reason); } })
+    : null;
+  const integrator = new LedgerIntegrator({ ...ledgerOptions, store: stores.ledger, clock, log, witnessing: witnesses });
+  const ledgerReader = new LedgerReader(stores.ledger, readerOptions, signer ? integrator : null, clock);
+
+  // Writing events: here, or at the instance that writes the organization (instances authenticate each
+  // other with a key derived from the signing key file they share).
+  const instanceAuth = signer ? InstanceAuth.fromSigner(signer) : InstanceAuth.alone();
+  const streamEvents = new EventSource(stores.streams);
+  const writer = new EventWriter({
+    inserts: stores.inserts,
+    readerOf: (tenant) => stores.events(tenant),
     orgs,
-    apiKeys,
-    auth,
-    ingest,
-    integrator,
-    ledgerReads: new LedgerService(ledgerReader, events, witnesses),
-    witnesses,
-    ledgerAudit: new AuditSchedule(orgs, ledgerStore, witnessStore, config.ledger?.signer ?? null, log),
-    events,
-    idempotent,
-    accounts,
-    members: new MemberService(memberRepo, new InvitationRepository(c), sessions, orgs, accounts, selfAudit, mailer, config.publicUrl, clock, log),
-    selfAudit,
-    retention: new RetentionService(
-      new RetentionStore(c, rowMac, stores.foreign),
-      () => orgs.ids(),
-      stores.exportLeases,
-      {
-        signedSize: async (tenant) => (await ledgerReader.of(tenant).newest())?.size ?? 0,
-        integrate: (tenant, seq) => integrator.integrate(tenant, { storedTo: seq }),
-      },
-      selfAudit,
-      config.retention,
-      clock,
-      log.child({ component: 'retention' }),
-    ),
-    viewerTokens: new ViewerTokens(viewerSecret, apiKeys, { maxMinutes: config.viewer.maxMinutes, publicUrl: config.publicUrl }, clock),
-    mailer,
-    keys: new ApiKeyService(apiKeys, auth, selfAudit, clock),
-    usage: new UsageService(events, orgs, clock),
-    streams: new StreamService(streamStore, (tenant) => stores.events(tenant), box, streamDelivery, selfAudit, clock),
-    streamDelivery,
-    foreign: stores.foreign,
-    // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
-    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => ingest.instances.share),
+    keys: new ActiveKeys(apiKeys),
     clock,
     log,
+    onInactiveKey: forgetKey,
+    onStored: (docs, hashes) => {
+      integrator.stored(docs, hashes);
+      streamEvents.add(docs);
+    },
+    commitDelayMs: config.ingestCommitDelayMs,
+    rowMac,
+    signedFloor: async (tenant) => (signer ? signedSizeOf(stores.ledger, signer, tenant) : 0),
+  });
+  const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
+  const { limits } = config;
+  const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
+  const events = new EventService(stores, ingest, idempotent, clock, integrator, limits);
+  // The admin CLI seals its outbox records with the row key from the key file; without it nothing is drained.
+  const selfAudit = new SelfAudit(ingest, stores.outbox, rowMac, clock, log);
+
+  const box = SecretBox.fromSigner(signer);
+  const streamDelivery = new StreamDeliverer({ store: stores.streams, events: streamEvents, ledger: ledgerReader, instances: ingest.instances, box, options: config.streams, clock, log: log.child({ component: 'streams' }) });
+  const throttle = new AuthThrottle(stores.authAttempts, options.throttle ?? DEFAULT_THROTTLE);
+  const accounts = new AccountService({ accounts: stores.accounts, members: stores.members, sessions: stores.sessions, orgs, throttle, audit: selfAudit, clock, log });
+  const mailer = config.mail ? new Mailer(config.mail.smtpUrl, config.mail.from) : null;
+  const viewerSecret = signer ? keyDerivedFrom(signer, 'audit-ledger/viewer-token/v1') : null;
+  const ledgerAudit = new AuditSchedule(orgs, stores.ledger, stores.witnesses, signer, log);
+  const retention = new RetentionService({
+    store: stores.retention,
+    tenants: () => orgs.ids(),
+    leases: stores.exportLeases,
+    ledger: {
+      signedSize: async (tenant) => (await ledgerReader.of(tenant).newest())?.size ?? 0,
+      integrate: (tenant, seq) => integrator.integrate(tenant, { storedTo: seq }),
+    },
+    audit: selfAudit,
+    options: config.retention,
+    clock,
+    log: log.child({ component: 'retention' }),
+  });
+
+  const api: ApiServices = {
+    accounts,
+    members: new MemberService({ members: stores.members, invitations: stores.invitations, sessions: stores.sessions, orgs, accounts, audit: selfAudit, mailer, publicUrl: config.publicUrl, clock, log }),
+    events,
+    ledgerReads: new LedgerService(ledgerReader, events, witnesses),
+    streams: new StreamService(stores.streams, (tenant) => stores.events(tenant), box, streamDelivery, selfAudit, clock),
+    retention,
+    keys: new ApiKeyService(apiKeys, auth, selfAudit, clock),
+    usage: new UsageService(events, orgs, clock),
+    viewerTokens: new ViewerTokens(viewerSecret, apiKeys, { maxMinutes: config.viewer.maxMinutes, publicUrl: config.publicUrl }, clock),
+    // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).
+    sessionRate: new TokenBuckets(limits.ratePerSecond, limits.rateBurst, () => ingest.instances.share),
     limits,
+    clock,
   };
+  const http: HttpServices = {
+    api,
+    auth,
+    ingest,
+    selfAudit,
+    ping: async () => { await db.command({ ping: 1 }); },
+    stats: () => ({
+      ingest: ingest.stats,
+      idempotency: idempotent.stats,
+      ledger: integrator.stats,
+      audit: ledgerAudit.stats,
+      witnesses: witnesses?.counts ?? null,
+      streams: streamDelivery.stats,
+      selfAudit: selfAudit.stats,
+      foreign: stores.foreign.counts,
+    }),
+    log,
+  };
+  const parts: Parts = { ...api, db, stores, auth, ingest, integrator, witnesses, ledgerAudit, idempotent, selfAudit, mailer, streamDelivery, log };
+
+  const jobs = (settings: JobSettings, serving: readonly Job[] = []): Lifecycle => {
+    const periodic = (name: string, intervalMs: number, run: () => Promise<unknown>) => (intervalMs > 0 ? [new Periodic(name, intervalMs, run, log)] : []);
+    return new Lifecycle([
+      // Closed last: what the jobs below still send while they stop.
+      ...(mailer ? [job('mail', () => undefined, () => { mailer.close(); })] : []),
+      // Stopped after everything that writes: it integrates what was stored here before the process ends.
+      ...(signer ? [job('ledger', () => { integrator.start(); }, () => integrator.stop())] : []),
+      ...periodic('ledger-audit', settings.ledgerAuditIntervalMs, () => ledgerAudit.runOnce()),
+      // Stopped once nothing sends it more: lets every write in flight finish, closes the forwarding connections.
+      job('ingest', () => undefined, () => ingest.stop()),
+      ...periodic('self-audit', settings.selfAuditIntervalMs, () => selfAudit.drainOutbox()),
+      ...periodic('retention', settings.pruneIntervalMs, () => retention.pruneAll()),
+      ...serving,
+      ...(settings.deliverStreams ? [job('streams', () => { streamDelivery.start(); }, () => streamDelivery.stop())] : []),
+    ], log);
+  };
+  return { api, http, jobs, parts };
 }

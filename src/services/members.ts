@@ -25,20 +25,46 @@ import type { SessionPrincipal } from './auth';
 import type { Mailer } from './mailer';
 import { actorOf, type SelfAudit } from './selfAudit';
 
+export interface MemberServiceOptions {
+  members: MemberRepository;
+  invitations: InvitationRepository;
+  sessions: SessionRepository;
+  orgs: OrgRepository;
+  accounts: AccountService;
+  audit: SelfAudit;
+  mailer: Mailer | null;
+  /** PUBLIC_URL: the invitation link's origin (unset: the dashboard puts its own in front of the path). */
+  publicUrl: string | undefined;
+  clock: Clock;
+  log: Logger;
+}
+
 export class MemberService {
-  constructor(
-    private readonly members: MemberRepository,
-    private readonly invitations: InvitationRepository,
-    private readonly sessions: SessionRepository,
-    private readonly orgs: OrgRepository,
-    private readonly accounts: AccountService,
-    private readonly audit: SelfAudit,
-    private readonly mailer: Mailer | null,
-    /** PUBLIC_URL: the invitation link's origin (unset: the dashboard puts its own in front of the path). */
-    private readonly publicUrl: string | undefined,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-  ) {}
+  private readonly members: MemberRepository;
+  private readonly invitations: InvitationRepository;
+  private readonly sessions: SessionRepository;
+  private readonly orgs: OrgRepository;
+  private readonly accounts: AccountService;
+  private readonly audit: SelfAudit;
+  private readonly mailer: Mailer | null;
+  private readonly publicUrl: string | undefined;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(options: MemberServiceOptions) {
+    ({
+      members: this.members,
+      invitations: this.invitations,
+      sessions: this.sessions,
+      orgs: this.orgs,
+      accounts: this.accounts,
+      audit: this.audit,
+      mailer: this.mailer,
+      publicUrl: this.publicUrl,
+      clock: this.clock,
+      log: this.log,
+    } = options);
+  }
 
   async list(principal: SessionPrincipal): Promise<{ members: TMember[]; invitations: TInvitation[] }> {
     const [members, invitations] = await Promise.all([this.members.ofOrg(principal.tenant), this.invitations.pending(principal.tenant, this.clock.now())]);

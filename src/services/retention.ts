@@ -21,8 +21,9 @@ import type { ExportLeaseStore } from '../db/exportLeaseStore';
 import type { RetentionStore } from '../db/retentionStore';
 import { AppError } from '../domain/errors';
 import {
-  DAY_MS, formatRanges, holdMatches, holdsEverything, isRetentionEntry, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionHold, type TRetentionView,
+  DAY_MS, holdMatches, holdsEverything, isRetentionEntry, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionHold, type TRetentionView,
 } from '../domain/retention';
+import { formatRanges } from '../client/retentionCheck';
 import type { Clock } from '../domain/time';
 import type { ApiKeyPrincipal, SessionPrincipal } from './auth';
 import { actorOf, type SelfAudit } from './selfAudit';
@@ -60,23 +61,43 @@ export interface RetentionLedger {
 /** One removal's events, in sequence order. */
 type Removal = EventDoc[];
 
+export interface RetentionServiceOptions {
+  store: RetentionStore;
+  /** Every organization's id (the prune job's round). */
+  tenants: () => Promise<string[]>;
+  leases: ExportLeaseStore;
+  ledger: RetentionLedger;
+  audit: SelfAudit;
+  options: RetentionOptions;
+  clock: Clock;
+  log: Logger;
+}
+
 export class RetentionService {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
   private readonly holder = uuidv7();
   private readonly notices = new Map<string, { at: number; notice: TRemovedNotice | null }>();
 
-  constructor(
-    private readonly store: RetentionStore,
-    /** Every organization's id (the prune job's round). */
-    private readonly tenants: () => Promise<string[]>,
-    private readonly leases: ExportLeaseStore,
-    private readonly ledger: RetentionLedger,
-    private readonly audit: SelfAudit,
-    private readonly options: RetentionOptions,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-  ) {}
+  private readonly store: RetentionStore;
+  private readonly tenants: () => Promise<string[]>;
+  private readonly leases: ExportLeaseStore;
+  private readonly ledger: RetentionLedger;
+  private readonly audit: SelfAudit;
+  private readonly options: RetentionOptions;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(options: RetentionServiceOptions) {
+    ({
+      store: this.store,
+      tenants: this.tenants,
+      leases: this.leases,
+      ledger: this.ledger,
+      audit: this.audit,
+      options: this.options,
+      clock: this.clock,
+      log: this.log,
+    } = options);
+  }
 
   async view(tenant: string): Promise<TRetentionView> {
     const [changes, holds, state] = await Promise.all([this.store.policyChanges(tenant), this.store.holds(tenant), this.store.state(tenant)]);
@@ -253,18 +274,6 @@ export class RetentionService {
         this.log.error({ tenant, error: String(error) }, 'retention: pruning failed; retrying at the next run');
       }
     }
-  }
-
-  start(intervalMs: number): void {
-    if (intervalMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => { this.running ??= this.pruneAll().finally(() => { this.running = null; }); }, intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
   }
 
   /** The events to remove, and how many a hold keeps. */

@@ -26,7 +26,6 @@ import { draftsOf, freshStamp } from './idempotency';
 import type { Principal } from './auth';
 
 export class SelfAudit {
-  private timer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
   private saidUnkeyed = false;
   /** Outbox records this process found foreign (no valid MAC, or not of a kind the CLI makes) and moved aside. */
@@ -106,17 +105,6 @@ export class SelfAudit {
       // Still never written: the next round meets it again, names and counts it again, and retries.
       this.log.error({ id: doc._id, error: describeDbError(err) }, 'could not move a foreign outbox record aside');
     }
-  }
-
-  start(intervalMs: number): void {
-    this.timer ??= setInterval(() => void this.drainOutbox(), intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.draining;
   }
 
   /** An export's record: what was exported, by whom. */

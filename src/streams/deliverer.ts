@@ -139,6 +139,18 @@ export class SendSlots {
 /** Sends in flight per organization on one instance. */
 const SENDS_PER_TENANT = 2;
 
+export interface StreamDelivererOptions {
+  store: StreamStore;
+  /** Events for the runs: recently stored or read, else from the database. */
+  events: EventSource;
+  ledger: LedgerReader;
+  instances: Instances;
+  box: SecretBox;
+  options: StreamOptions;
+  clock: Clock;
+  log: Logger;
+}
+
 export class StreamDeliverer {
   readonly stats: StreamStats = { running: 0, failing: 0, batches: 0, events: 0, failures: 0 };
   readonly http: OutboundHttp;
@@ -148,19 +160,28 @@ export class StreamDeliverer {
   private scanning: Promise<void> | null = null;
   private stopped = true;
 
-  constructor(
-    private readonly store: StreamStore,
-    /** Events for the runs: recently stored or read, else from the database. */
-    readonly events: EventSource,
-    private readonly ledger: LedgerReader,
-    private readonly instances: Instances,
-    private readonly box: SecretBox,
-    readonly options: StreamOptions,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-  ) {
-    this.http = new OutboundHttp({ allowPrivate: options.allowPrivate, timeoutMs: options.timeoutMs, maxSockets: Math.max(options.concurrency * 2, 8) });
-    this.slots = new SendSlots(options.concurrency, SENDS_PER_TENANT);
+  private readonly store: StreamStore;
+  readonly events: EventSource;
+  private readonly ledger: LedgerReader;
+  private readonly instances: Instances;
+  private readonly box: SecretBox;
+  readonly options: StreamOptions;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(options: StreamDelivererOptions) {
+    ({
+      store: this.store,
+      events: this.events,
+      ledger: this.ledger,
+      instances: this.instances,
+      box: this.box,
+      options: this.options,
+      clock: this.clock,
+      log: this.log,
+    } = options);
+    this.http = new OutboundHttp({ allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs, maxSockets: Math.max(this.options.concurrency * 2, 8) });
+    this.slots = new SendSlots(this.options.concurrency, SENDS_PER_TENANT);
   }
 
   start(): void {

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { AuthPurpose, AuthResult } from '../services/auth';
-import type { Services } from '../services/container';
+import type { ApiServices, HttpServices } from '../services/container';
 import { bearerToken } from '../domain/apiKey';
 
 /** The session cookie as a procedure sees it; the HTTP layer implements it (`http/sessionCookie.ts`). */
@@ -27,7 +27,7 @@ export interface WebContext {
 
 /** What every procedure is called with. */
 export interface Context {
-  services: Services;
+  services: ApiServices;
   /** What the `Authorization` header gave: the API-key way in. */
   auth: AuthResult;
   /** The bearer token of `Authorization`, whatever it is: the viewer's way in (a viewer token). */
@@ -47,7 +47,7 @@ export interface Context {
 
 /** `type` is what tRPC and trpc-to-openapi report for the call: mutations write, anything else reads. */
 export async function createContext(
-  services: Services,
+  services: Pick<HttpServices, 'api' | 'auth'>,
   req: IncomingMessage,
   requestId: string,
   type: string,
@@ -56,7 +56,7 @@ export async function createContext(
   const purpose: AuthPurpose = type === 'mutation' ? 'write' : 'read';
   const idempotencyKeyHeader = req.headers['idempotency-key'];
   return {
-    services,
+    services: services.api,
     requestId,
     web,
     auth: await services.auth.authenticate(req.headers.authorization, purpose),

@@ -57,8 +57,8 @@ test('a CLI command\'s record reaches the log as the service\'s own; without the
     expect(JSON.parse(res.stdout).error).toMatch(/^(org create|key create|key revoke) needs the ledger signing key file \(LEDGER_SIGNING_KEY_FILE, or DATA_DIR\/ledger-signing-key\)/);
   }
   // Nothing changed: no organization, no key, the key still active, and no record waiting or written.
-  expect((await app.services.orgs.list()).map((o) => o.name)).not.toContain('Keyless Co');
-  expect((await app.services.apiKeys.forOrg(org.id).list('oldest')).map((k) => [k.key_id, k.revoked_at ?? null])).toEqual([[existing.keyId, null]]);
+  expect((await app.services.stores.orgs.list()).map((o) => o.name)).not.toContain('Keyless Co');
+  expect((await app.services.stores.apiKeys.forOrg(org.id).list('oldest')).map((k) => [k.key_id, k.revoked_at ?? null])).toEqual([[existing.keyId, null]]);
   expect((await call(`${app.url}/v1/events`, { key: existing.key, body: eventBody() })).status).toBe(201);
   expect(await app.collections.auditOutbox.countDocuments({})).toBe(0);
   expect(app.services.selfAudit.stats.outboxForeign).toBe(0);
@@ -68,7 +68,7 @@ test('planted, unsealed, wrongly sealed and edited outbox records are never writ
   const org = await app.org({ name: 'Victim Co' });
   const before = app.services.selfAudit.stats.outboxForeign;
   // Drained by hand below: the timer stops so that the genuine record stays waiting until it is edited.
-  await app.services.selfAudit.stop();
+  await app.jobs.get('self-audit').stop();
   try {
     const created = JSON.parse((await runCli(['key', 'create', '--org', org.id, '--name', 'ops', '--scopes', 'events:read', '--json'], env)).stdout) as { id: string };
     const [genuine] = await app.collections.auditOutbox.find({ tenant: org.id }).toArray();
@@ -107,7 +107,7 @@ test('planted, unsealed, wrongly sealed and edited outbox records are never writ
     for (const doc of [genuine, ...planted]) expect(named).toContainEqual(expect.objectContaining({ id: doc?._id, action: doc?.action }));
     expect(await app.http.metrics.registry.metrics()).toMatch(new RegExp(`^self_audit_outbox_foreign_total ${app.services.selfAudit.stats.outboxForeign}$`, 'm'));
   } finally {
-    app.services.selfAudit.start(200);
+    void app.jobs.get('self-audit').start();
   }
   // The organization's log is intact and still takes the CLI's genuine records.
   expect((await runCli(['key', 'revoke', org.keyId, '--json'], env)).code).toBe(0);
@@ -122,7 +122,7 @@ test('without the row key a process drains nothing: the records wait for an inst
   const org = await app.org();
   const lines: string[] = [];
   const unkeyed = new SelfAudit({ writeOwn: () => Promise.reject(new Error('must not write')) }, new AuditOutbox(app.collections), null, app.services.clock, createLogger('info', { write: (line: string) => { lines.push(line); } }));
-  await app.services.selfAudit.stop();
+  await app.jobs.get('self-audit').stop();
   try {
     const record = sealOutbox(ROW_MAC, { _id: uuidv7(), tenant: org.id, actor: { type: 'operator' }, action: 'audit_ledger.key.revoked', resource: { type: 'api_key', id: org.keyId }, metadata: {}, at: new Date() });
     await app.collections.auditOutbox.insertOne(record);
@@ -132,7 +132,7 @@ test('without the row key a process drains nothing: the records wait for an inst
     expect(unkeyed.stats.outboxForeign).toBe(0);
     expect(lines.filter((line) => line.includes('not drained'))).toHaveLength(1);
   } finally {
-    app.services.selfAudit.start(200);
+    void app.jobs.get('self-audit').start();
   }
   await eventually('the keyed instance writes it', async () => (await app.collections.events.countDocuments({ tenant: org.id })) === 1);
 });

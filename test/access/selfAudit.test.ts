@@ -111,7 +111,7 @@ test('every change to an organization is on its own record, with who made it, an
   expect(owned.map((e) => e.seq)).toEqual(owned.map((_, i) => i + 1));
 
   // Verifiable like the rest: exported with proofs by a read-only key, checked offline.
-  const reader = await app.services.apiKeys.forOrg(orgId).create('auditor', new Date(), ['events:read', 'ledger:read']);
+  const reader = await app.services.stores.apiKeys.forOrg(orgId).create('auditor', new Date(), ['events:read', 'ledger:read']);
   await eventually('a checkpoint of the whole record', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: reader.key })).body.tree_size >= owned.length);
   const dir = mkdtempSync(join(tmpdir(), 'selfaudit-'));
   try {

@@ -7,6 +7,7 @@ import { expectGapless, fill, twoProcessesOnOneDatabase } from '../helpers/clust
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { startServerProcess } from '../helpers/processes';
 import { claimIdOf } from '../../src/db/idempotencyRepository';
+import { eventually } from '../helpers/waiting';
 
 function postBatch(url: string, org: TestOrg, events: unknown[], key?: string): Promise<ApiResponse<any>> {
   return call(`${url}/v1/events/batch`, { key: org.key, body: { events }, headers: key === undefined ? {} : { 'Idempotency-Key': key } });
@@ -151,7 +152,7 @@ describe('killed while writing a batch', () => {
     const pending = call(`${server.url}/v1/events/batch`, { key: org.key, body: { events }, headers: { 'Idempotency-Key': 'kill-batch' } }).catch((error: unknown) => error);
     // Killed once the claim is taken: before, during or after the insert, wherever it got to.
     const claims = app.collections.idempotencyClaims;
-    while (!(await claims.findOne({ _id: claimIdOf(org.id, 'kill-batch') }))) await new Promise((resolve) => setTimeout(resolve, 2));
+    await eventually('the batch\'s idempotency claim', () => claims.findOne({ _id: claimIdOf(org.id, 'kill-batch') }), 20_000, 2);
     server.child.kill('SIGKILL');
     await pending;
     await server.stop();

@@ -5,6 +5,7 @@ import { call, createEvent, query, sentEvents } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { seedEvents } from '../helpers/seed';
 import { toEvent, toEventJson } from '../../src/db/documents';
+import { eventually } from '../helpers/waiting';
 
 let app: TestApp;
 let org: TestOrg;
@@ -156,10 +157,7 @@ describe('a client that disconnects', () => {
     });
 
     // The server notices the closed socket and closes its cursor.
-    for (let i = 0; i < 100 && (await app.http.metrics.exportStreams.get()).values[0]?.value !== 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect((await app.http.metrics.exportStreams.get()).values[0]?.value).toBe(0);
+    await eventually('no open export streams', async () => (await app.http.metrics.exportStreams.get()).values[0]?.value === 0, 10_000, 50);
     const read = ((await app.http.metrics.exportRows.get()).values[0]?.value ?? 0) - rowsBefore;
     expect(read).toBeGreaterThan(0);
     expect(read).toBeLessThan(total / 2);

@@ -10,6 +10,8 @@ import { LedgerStore } from '../../src/db/ledgerStore';
 import { auditLog } from '../../src/ledger/audit';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { seedEvents } from '../helpers/seed';
+import { eventually } from '../helpers/waiting';
+import { call } from '../helpers/api';
 
 const EVENTS = 100_000;
 const MiB = 1024 * 1024;
@@ -142,7 +144,7 @@ test.each([[EVENTS / 10, () => small], [EVENTS, () => org]] as const)('ledger au
   const stored = await app.collections.events.countDocuments({ tenant: which().id });
   expect(stored - events).toBeLessThanOrEqual(2); // the exports' records
   // Their checkpoint is signed within an interval or two.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await eventually('a checkpoint of every stored event', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: which().key })).body.tree_size === stored, 60_000);
   const { result, heapGrowth, rssGrowth } = await measure(() => auditLog(new LedgerStore(app.collections).forTenant(which().id), TEST_LEDGER_SIGNER));
   console.log(`audit of ${events}: peak heap growth ${(heapGrowth / MiB).toFixed(1)} MiB, peak RSS growth ${(rssGrowth / MiB).toFixed(1)} MiB`);
   expect(result).toMatchObject({ events: stored, checkpoint_size: stored, findings: [] });

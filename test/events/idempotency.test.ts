@@ -11,6 +11,7 @@ import { expectGapless, metric, statuses, twoProcessesOnOneDatabase } from '../h
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { startServerProcess } from '../helpers/processes';
 import { claimIdOf } from '../../src/db/idempotencyRepository';
+import { eventually } from '../helpers/waiting';
 
 function post(url: string, org: TestOrg, key: string | undefined, body: unknown, path = '/v1/events'): Promise<ApiResponse<any>> {
   return call(`${url}${path}`, { key: org.key, body, headers: key === undefined ? {} : { 'Idempotency-Key': key } });
@@ -206,7 +207,7 @@ describe('across server processes', () => {
       headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json', 'Idempotency-Key': 'crash-1' },
       body: JSON.stringify(body),
     }).catch((error: unknown) => error);
-    while ((await storedCount(app, org)) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually('the event stored', async () => (await storedCount(app, org)) > 0, 20_000, 5);
     aborted.abort();
     server.child.kill('SIGKILL');
     await pending;

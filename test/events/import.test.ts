@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { eventBody } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { ROOT, runCli } from '../helpers/processes';
+import { eventually } from '../helpers/waiting';
 
 let app: TestApp;
 let dir: string;
@@ -86,7 +87,7 @@ test('killed with SIGKILL midway and run again: every line stored exactly once, 
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...importArgs(org, file)], { cwd: ROOT, stdio: 'ignore' });
   const exited = once(child, 'exit');
   // Killed once some batches are in, while others are being sent.
-  while ((await app.collections.events.countDocuments({ tenant: org.id })) < 500) await new Promise((resolve) => setTimeout(resolve, 20));
+  await eventually('500 lines stored', async () => (await app.collections.events.countDocuments({ tenant: org.id })) >= 500, 60_000, 20);
   child.kill('SIGKILL');
   await exited;
   const partial = (await storedLines(org)).length;

@@ -58,16 +58,8 @@ export function query(params: Record<string, string | number | undefined>): stri
   return s ? `?${s}` : '';
 }
 
-/** Polls `probe` every 100 ms until it gives something truthy, and returns that; fails naming `what` after `timeoutMs`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+/** The one polling wait of the suites (test/helpers/waiting.ts), here too because most suites import their helpers from here. */
+export { eventually } from './waiting';
 
 /**
  * The events an application sent, without the service's own records (`audit_ledger.*`: keys made,

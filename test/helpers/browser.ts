@@ -38,13 +38,5 @@ export function artifactPath(...parts: string[]): string {
   return file;
 }
 
-/** Polls until `check` gives `expected` (a page updates asynchronously); fails with the last value seen. */
-export async function eventuallyIs<T>(check: () => Promise<T>, expected: T, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T = await check();
-  while (last !== expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    last = await check();
-  }
-  expect(last).toBe(expected);
-}
+/** Polls until a page shows what is expected (test/helpers/waiting.ts). */
+export { eventuallyIs } from './waiting';

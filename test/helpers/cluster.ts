@@ -2,6 +2,7 @@
 import { createEvent } from './api';
 import { startTestApp, type TestApp, type TestOrg } from './harness';
 import { startServerProcess, type ServerProcess } from './processes';
+import { eventually } from './waiting';
 
 export async function fill(url: string, org: TestOrg, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await createEvent(url, org.key);
@@ -37,7 +38,7 @@ export function twoProcessesOnOneDatabase(label: string, extraEnv: Record<string
     const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, ...extraEnv };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     for (const server of servers) {
-      while ((await metric(server.metricsUrl, 'instances_live')) < 2) await new Promise((resolve) => setTimeout(resolve, 200));
+      await eventually(`${server.url} to see both instances live`, async () => (await metric(server.metricsUrl, 'instances_live')) >= 2, 60_000, 200);
     }
   });
   afterAll(async () => {

@@ -11,6 +11,7 @@ import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './processes';
+import { eventually } from './waiting';
 
 export interface DisposableDatabase {
   uri: string;
@@ -58,7 +59,7 @@ async function ferretDb(): Promise<DisposableDatabase> {
       '--handler=postgresql', `--postgresql-url=${PG_SERVER}/${dbName}`, `--listen-addr=127.0.0.1:${port}`,
       '--telemetry=disable', '--debug-addr=-', '--state-dir=-', '--log-level=error',
     ], { stdio: 'ignore' });
-    for (let i = 0; i < 100 && !(await answers(port)); i++) await new Promise((r) => setTimeout(r, 100));
+    await eventually(`FerretDB answering on port ${port}`, () => answers(port), 10_000);
   };
   const kill = async () => {
     if (!child || child.exitCode !== null) return;

@@ -2,11 +2,12 @@
  * Starts the real application on port 0 against the test database server, in a database of its own,
  * and offers factories for organizations and keys. Tests talk to it over real HTTP.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MongoClient } from 'mongodb';
+import { type CommandStartedEvent, MongoClient } from 'mongodb';
 import { type Config, type Limits, loadConfig } from '../../src/config/env';
 import type { Policy } from '../../src/domain/ledger/witnessFormats';
 import { collections, type Collections } from '../../src/db/database';
@@ -18,7 +19,8 @@ import type { Clock } from '../../src/domain/time';
 import { createHttpApp, type HttpApp, type HttpOptions, SERVER_TIMEOUTS } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import type { ThrottlePolicy } from '../../src/services/authThrottle';
-import { createServices, type Services } from '../../src/services/container';
+import { createServices, type Parts } from '../../src/services/container';
+import type { Lifecycle } from '../../src/services/jobs';
 
 /** Every test app signs with this key (name `ledger.test`), as instances of one installation share theirs. */
 export const TEST_LEDGER_SEED = createHash('sha256').update('audit ledger test key').digest();
@@ -34,12 +36,22 @@ export interface TestOrg {
 export interface TestApp {
   url: string;
   dbName: string;
-  services: Services;
+  /** Every part of the service (white-box). */
+  services: Parts;
+  /** Its background jobs, started (`jobs.get(name)` stops or starts one alone). */
+  jobs: Lifecycle;
   http: HttpApp;
   /** The database's collections, for a test to look at or change behind the service's back. */
   collections: Collections;
   /** The app's own driver client, with command monitoring on (`commandStarted` events). */
   client: MongoClient;
+  /**
+   * The database commands sent on behalf of requests that carried `MARKER_HEADER: marker` (or of work run
+   * by `marked(marker, …)`), in order: what those requests cost, whatever the background jobs did meanwhile.
+   */
+  commandsOf(marker: string): CommandStartedEvent[];
+  /** Runs `work` as a request with `MARKER_HEADER: marker` would run: its commands are `commandsOf(marker)`. */
+  marked<T>(marker: string, work: () => Promise<T>): Promise<T>;
   /** A new organization with one active key. */
   org(options?: { plan?: Plan; monthlyCap?: number | null; name?: string }): Promise<TestOrg>;
   /** Another key for an existing organization. */
@@ -56,6 +68,23 @@ export function mongoUri(): string {
 /** A database name no other suite uses. */
 export function uniqueDbName(label: string): string {
   return `t_${label.replace(/[^a-z0-9]/gi, '').slice(0, 20)}_${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * The header that marks a test's request: the app handles it inside an async context carrying the
+ * header's value, and the driver emits `commandStarted` in the async context of the operation's caller,
+ * so a command can be told to be the request's own (TestApp.commandsOf).
+ */
+export const MARKER_HEADER = 'x-test-marker';
+const requestMarker = new AsyncLocalStorage<string>();
+
+/** `listener`, handling each request with a MARKER_HEADER inside that marker's async context. */
+function markingRequests(listener: RequestListener): RequestListener {
+  return (req, res) => {
+    const marker = req.headers[MARKER_HEADER];
+    if (typeof marker === 'string') requestMarker.run(marker, () => listener(req, res));
+    else listener(req, res);
+  };
 }
 
 /** Serves `listener` on a free loopback port. */
@@ -102,6 +131,15 @@ export async function startTestApp(options: {
       if (problem) queryProblems.add(problem);
     }
   });
+  // Commands of marked requests, by marker (only marked ones are kept).
+  const markedCommands = new Map<string, CommandStartedEvent[]>();
+  client.on('commandStarted', (event) => {
+    const marker = requestMarker.getStore();
+    if (marker === undefined) return;
+    const commands = markedCommands.get(marker) ?? [];
+    commands.push(event);
+    markedCommands.set(marker, commands);
+  });
   await client.connect();
   const dbName = options.sharedDbName ?? uniqueDbName(options.label);
   const db = client.db(dbName);
@@ -111,15 +149,16 @@ export async function startTestApp(options: {
   const config = loadConfig({ STREAM_ALLOW_PRIVATE_DESTINATIONS: 'true', STREAM_SCAN_INTERVAL_MS: '200', STREAM_POLL_MS: '100', ...options.env });
   const limits: Limits = { ...config.limits, ...options.limits };
   const ledger = { name: 'ledger.test', signer: TEST_LEDGER_SIGNER, intervalMs: options.ledgerIntervalMs ?? 200, logsPerRound: options.ledgerLogsPerRound, witnessPolicy: options.witnessPolicy ?? null };
-  const services = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
-  services.integrator.start();
-  if (options.deliverStreams !== false) services.streamDelivery.start();
-  services.selfAudit.start(200);
-  const http = createHttpApp(services, options.http);
-  const { server, url } = await listenOnFreePort(http.listener);
+  const container = await createServices(db, { ...config, planCaps: options.planCaps ?? config.planCaps, limits, ledger }, clock, log, { throttle: options.throttle });
+  const services = container.parts;
+  // As main.ts runs them, but for the periodic audit and pruning, which tests run when they want them.
+  const jobs = container.jobs({ selfAuditIntervalMs: 200, ledgerAuditIntervalMs: 0, pruneIntervalMs: 0, deliverStreams: options.deliverStreams !== false });
+  await jobs.start();
+  const http = createHttpApp(container.http, options.http);
+  const { server, url } = await listenOnFreePort(markingRequests(http.listener));
 
   const key: TestApp['key'] = async (orgId) => {
-    const created = await services.apiKeys.forOrg(orgId).create('test key', clock.now());
+    const created = await services.stores.apiKeys.forOrg(orgId).create('test key', clock.now());
     return { key: created.key, keyId: created.doc.key_id };
   };
 
@@ -128,10 +167,13 @@ export async function startTestApp(options: {
     dbName,
     collections: collections(db),
     services,
+    jobs,
     http,
     client,
+    commandsOf: (marker) => [...(markedCommands.get(marker) ?? [])],
+    marked: (marker, work) => requestMarker.run(marker, work),
     async org(o = {}) {
-      const org = await services.orgs.create({ name: o.name ?? 'Test Org', plan: o.plan ?? 'free', monthlyCap: o.monthlyCap ?? null }, clock.now());
+      const org = await services.stores.orgs.create({ name: o.name ?? 'Test Org', plan: o.plan ?? 'free', monthlyCap: o.monthlyCap ?? null }, clock.now());
       const k = await key(org._id);
       return { id: org._id, key: k.key, keyId: k.keyId };
     },
@@ -139,10 +181,7 @@ export async function startTestApp(options: {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => { resolve(); }));
-      await services.streamDelivery.stop();
-      await services.selfAudit.stop();
-      await services.ingest.idle();
-      await services.integrator.stop();
+      await jobs.stop();
       if (!options.sharedDbName) await db.dropDatabase().catch(() => undefined);
       await client.close();
       if (queryProblems.size) throw new Error(`queries no declared index serves:\n${[...queryProblems].join('\n')}`);

@@ -4,18 +4,16 @@
  * directory under `root`, each object a file at its key: what a stream wrote can be read back through
  * the S3 API and, as files, checked by `stream verify`.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-const ROOT = join(__dirname, '..', '..');
-
-const run = promisify(execFile);
+import { goProgram } from './goPrograms';
+import { TimedOut, eventually } from './waiting';
 
 export interface S3Server {
   endpoint: string;
@@ -36,18 +34,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Builds versitygw once per machine (the binary is cached in the temporary directory under its version). */
-export async function versitygwBinary(): Promise<string> {
-  const binary = join(tmpdir(), 'audit-ledger-versitygw-v1.8.0');
-  if (!existsSync(binary)) {
-    await run('go', ['build', '-o', `${binary}.tmp`, 'github.com/versity/versitygw/cmd/versitygw'], { cwd: join(ROOT, 'tools', 'versitygw'), timeout: 600_000 });
-    await run('mv', [`${binary}.tmp`, binary]);
-  }
-  return binary;
-}
-
 export async function startS3Server(buckets: string[]): Promise<S3Server> {
-  const binary = await versitygwBinary();
+  // Built once per source tree of tools/versitygw (globalSetup; here only if that build failed).
+  const binary = await goProgram('versitygw');
   const root = mkdtempSync(join(tmpdir(), 'versitygw-'));
   const port = await freePort();
   const accessKeyId = 'AUDITLEDGERTEST';
@@ -57,18 +46,18 @@ export async function startS3Server(buckets: string[]): Promise<S3Server> {
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
-  const deadline = Date.now() + 20_000;
   for (const bucket of buckets) {
-    for (;;) {
+    await eventually(`versitygw to create the bucket ${bucket}`, async () => {
       try {
         await client.send(new CreateBucketCommand({ Bucket: bucket }));
-        break;
+        return true;
       } catch (error) {
         if (child.exitCode !== null) throw new Error(`versitygw exited: ${stderr}`, { cause: error });
-        if (Date.now() > deadline) throw new Error(`versitygw did not answer: ${stderr}`, { cause: error });
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        return false;
       }
-    }
+    }, 20_000, 200).catch((error: unknown) => {
+      throw error instanceof TimedOut ? new Error(`${error.message}: ${stderr}`, { cause: error }) : error;
+    });
   }
   return {
     endpoint, root, accessKeyId, secretAccessKey, region: 'us-east-1', client,

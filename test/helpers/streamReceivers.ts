@@ -22,6 +22,8 @@ export class Receiver {
   readonly accepted: Received[] = [];
   readonly refused: Received[] = [];
   mode: ReceiverMode = { kind: 'ok' };
+  /** Requests arrived and not answered yet, held by a `hang` or `slow` mode: a sender waiting on this receiver. */
+  held = 0;
   /** Whether accepted requests keep their bodies (a large back-fill counts them in `check` instead). */
   keepBodies = true;
   private server: Server | null = null;
@@ -65,7 +67,12 @@ export class Receiver {
       return;
     }
     const mode = this.mode;
+    if (mode.kind === 'hang' || mode.kind === 'slow') {
+      this.held++;
+      res.once('close', () => { this.held--; });
+    }
     if (mode.kind === 'hang') return;
+    // A slow receiver: the delay is the point.
     if (mode.kind === 'slow') await new Promise((resolve) => setTimeout(resolve, mode.ms));
     if (mode.kind === 'status') {
       this.refused.push(received);

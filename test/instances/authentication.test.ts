@@ -13,6 +13,7 @@ import { InstanceAuth } from '../../src/ingest/instanceAuth';
 import { call, eventBody } from '../helpers/api';
 import { expectGapless, metric, statuses, twoProcessesOnOneDatabase } from '../helpers/cluster';
 import { TEST_LEDGER_SIGNER, type TestOrg } from '../helpers/harness';
+import { quietFor } from '../helpers/waiting';
 
 const cluster = twoProcessesOnOneDatabase('instances');
 /** What an instance of this installation holds: the MAC key derived from the shared signing key file. */
@@ -121,7 +122,7 @@ test('a fake instance entry ranked first, answering placements, gets no acknowle
   await instances.insertOne({ _id: fakeId, url, mac: real?.mac ?? '', beat: 0, started_at: new Date() });
   const beating = setInterval(() => { void instances.updateOne({ _id: fakeId }, { $inc: { beat: 1 } }); }, 300);
   try {
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await quietFor(2500, 'two of the processes\' heartbeats (1 s each, src/ingest/instances.ts) in which each reads the fake entry and its rising beat, and must not take it for a writer');
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => call(`${(i % 2 ? one : two).url}/v1/events`, { key: org.key, body: eventBody() })));
     expect(statuses(results)).toEqual({ 201: 10 });
     await expectGapless(app, org, 10);

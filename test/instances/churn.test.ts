@@ -8,6 +8,7 @@ import { call, eventBody } from '../helpers/api';
 import { expectGapless } from '../helpers/cluster';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { type ServerProcess, startServerProcess } from '../helpers/processes';
+import { pace } from '../helpers/waiting';
 
 const SECONDS = 15;
 const CHURN_EVERY_MS = 3000;
@@ -36,7 +37,7 @@ test(`instances started and stopped every ${CHURN_EVERY_MS / 1000} s under load:
   let churning = true;
   const churn = (async () => {
     while (Date.now() < deadline || churns < MIN_CHURNS) {
-      await new Promise((resolve) => setTimeout(resolve, CHURN_EVERY_MS));
+      await pace(CHURN_EVERY_MS, 'the churn\'s cadence: each set of instances carries the load this long before one is replaced');
       const started = await startServerProcess(env);
       all.push(started);
       up.push(started);
@@ -63,7 +64,7 @@ test(`instances started and stopped every ${CHURN_EVERY_MS / 1000} s under load:
         expect(res === null || res.status === 503).toBe(true);
         retries++;
         if (attempt > 50) throw new Error(`event ${n} was never acknowledged`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await pace(50, 'a client\'s retry, elsewhere, of a write the instance going away refused');
       }
     }
   };

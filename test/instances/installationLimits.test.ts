@@ -5,6 +5,7 @@
  */
 import { call, eventBody } from '../helpers/api';
 import { twoProcessesOnOneDatabase } from '../helpers/cluster';
+import { eventually } from '../helpers/waiting';
 
 const RATE = 20;
 const cluster = twoProcessesOnOneDatabase('limits', { RATE_LIMIT_PER_SECOND: String(RATE), RATE_LIMIT_BURST: String(RATE), EXPORTS_PER_ORG: '1' });
@@ -21,8 +22,9 @@ test('a key gets the rate limit from two instances together, not twice it', asyn
   // The burst, plus what the rate refills while the requests ran (each instance rounds its half up by one).
   expect(allowed).toBeGreaterThanOrEqual(RATE - 2);
   expect(allowed).toBeLessThanOrEqual(RATE + Math.ceil(RATE * seconds) + 2);
-  // Per process, each would have given a whole burst: twice the limit.
-  expect(allowed).toBeLessThan(2 * RATE);
+  // Per process, each would have given a whole burst and its own refill: twice that. (Not `< 2 * RATE`: on a busy
+  // machine the requests take over a second, and the rate's refill alone passes that.)
+  expect(allowed).toBeLessThan(2 * (RATE + Math.floor(RATE * seconds)));
   const refused = results.find((r) => r.status === 429);
   expect(refused?.headers.get('ratelimit-policy')).toBe(`"per-key";q=${RATE};w=1`);
 });
@@ -45,10 +47,9 @@ test('an organization runs at most EXPORTS_PER_ORG exports across the installati
   expect(second.body.code).toBe('TOO_MANY_EXPORTS');
   // Read to the end, it gives the slot back.
   await first.text();
-  let third = await call(`${b.url}/v1/events/export?format=json`, { key: org.key });
-  for (let tries = 0; third.status === 429 && tries < 20; tries++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    third = await call(`${b.url}/v1/events/export?format=json`, { key: org.key });
-  }
+  const third = await eventually('the slot given back', async () => {
+    const res = await call(`${b.url}/v1/events/export?format=json`, { key: org.key });
+    return res.status !== 429 && res;
+  }, 5_000);
   expect(third.status).toBe(200);
 });

@@ -6,6 +6,7 @@
 import { call, eventBody } from '../helpers/api';
 import { startDisposableDatabase, type DisposableDatabase } from '../helpers/disposableDatabase';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
+import { eventually } from '../helpers/waiting';
 
 const DB_TIMEOUT_MS = 1500;
 /** Far above DB_TIMEOUT_MS and far below the driver's default 30 s: a wait this long means something hangs. */
@@ -55,14 +56,13 @@ describe('a database outage under write load', () => {
     });
     const seen = (from: number, status: number) => writes.slice(from).some((r) => r.status === status);
 
-    for (let i = 0; i < 100 && !seen(0, 201); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(seen(0, 201)).toBe(true);
+    await eventually('a write accepted', () => seen(0, 201), 5_000, 50);
     const aRead = writes.find((r) => r.status === 201)?.id as string;
 
     await database.kill();
     const downFrom = writes.length;
-    // Let the pool notice, then every surface must answer 503 within the bound.
-    await new Promise((r) => setTimeout(r, 500));
+    // Once the writers are answered 503 (the pool has noticed), every surface must answer 503 within the bound.
+    await eventually('a write answered 503', () => seen(downFrom, 503), 5_000, 50);
     const probes = await Promise.all([
       timed(`${app.url}/v1/events`, { key: org.key }),
       timed(`${app.url}/v1/events/${aRead}`, { key: org.key }),
@@ -78,19 +78,11 @@ describe('a database outage under write load', () => {
     const ready = await timed(`${app.url}/readyz`, {});
     expect(ready.status).toBe(503);
     expect(ready.ms).toBeLessThan(BOUND_MS);
-    for (let i = 0; i < 100 && !seen(downFrom, 503); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(seen(downFrom, 503)).toBe(true);
 
     await database.restart();
-    let readyAgain = false;
-    for (let i = 0; i < 60 && !readyAgain; i++) {
-      readyAgain = (await call(`${app.url}/readyz`)).status === 200;
-      if (!readyAgain) await new Promise((r) => setTimeout(r, 500));
-    }
-    expect(readyAgain).toBe(true);
+    await eventually('/readyz to answer 200 again', async () => (await call(`${app.url}/readyz`)).status === 200, 30_000, 500);
     const upFrom = writes.length;
-    for (let i = 0; i < 100 && !seen(upFrom, 201); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(seen(upFrom, 201)).toBe(true);
+    await eventually('a write accepted after the restart', () => seen(upFrom, 201), 5_000, 50);
     stop = true;
     await Promise.all(writers);
 

@@ -19,8 +19,9 @@ import { cosignerKeyFileText, parseCosignerKeyFile } from '../../src/domain/ledg
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
 import { INSTALLATION } from '../../src/domain/ledger/log';
 import { call, eventBody, eventually } from '../helpers/api';
+import { goProgram } from '../helpers/goPrograms';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
-import { ROOT, runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
+import { runCli, startWitnessProcess, type WitnessProcess } from '../helpers/processes';
 
 const run = promisify(execFile);
 const INSTALLATION_ORIGIN = `${TEST_LEDGER_SIGNER.name}/installation`;
@@ -86,11 +87,8 @@ async function goVerify(app: TestApp, org: TestOrg, ...args: string[]): Promise<
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gointerop-'));
-  verifierBinary = join(dir, 'verifier');
-  witnessBinary = join(dir, 'testwitness');
-  // Modules come from the Go module proxy the first time (verifier/go.sum pins them).
-  await run('go', ['build', '-o', verifierBinary, '.'], { cwd: join(ROOT, 'verifier'), timeout: 600_000 });
-  await run('go', ['build', '-o', witnessBinary, './cmd/testwitness'], { cwd: join(ROOT, 'verifier'), timeout: 600_000 });
+  // Built once per source tree (globalSetup; here only if that build failed).
+  [verifierBinary, witnessBinary] = await Promise.all([goProgram('verifier'), goProgram('testwitness')]);
 }, 1_300_000);
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });

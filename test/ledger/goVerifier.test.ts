@@ -13,9 +13,9 @@ import { promisify } from 'node:util';
 import { Binary } from 'mongodb';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import { call, eventBody } from '../helpers/api';
+import { goProgram } from '../helpers/goPrograms';
 import { seedEvents } from '../helpers/seed';
 import { listenOnFreePort, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
-import { ROOT } from '../helpers/processes';
 
 const run = promisify(execFile);
 let app: TestApp;
@@ -24,9 +24,8 @@ let binary: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'goverifier-'));
-  binary = join(dir, 'verifier');
-  // Modules come from the Go module proxy the first time (verifier/go.sum pins them).
-  await run('go', ['build', '-o', binary, '.'], { cwd: join(ROOT, 'verifier'), timeout: 300_000 });
+  // Built once per source tree (globalSetup; here only if that build failed).
+  binary = await goProgram('verifier');
   app = await startTestApp({ label: 'goverifier' });
 }, 330_000);
 afterAll(async () => {

@@ -143,8 +143,9 @@ describe('in one process', () => {
   test('a tile\'s partial versions are deleted once it is full; older trees are then proven from its prefix', async () => {
     const org = await app.org();
     const deletes: Document[] = [];
+    // This organization's deletions only: the command names its tenant, whichever round sent it.
     const watch = (event: CommandStartedEvent) => {
-      if (event.commandName === 'delete' && event.command.delete === 'ledger_tiles') deletes.push(...(event.command.deletes as { q: Document }[]).map((d) => d.q));
+      if (event.commandName === 'delete' && event.command.delete === 'ledger_tiles') deletes.push(...(event.command.deletes as { q: Document }[]).map((d) => d.q).filter((q) => q.tenant === org.id));
     };
     app.client.on('commandStarted', watch);
     // Three checkpoints, 100 events apart: tile 0 of level 0 is partial at 100 and 200, full at 300.
@@ -222,19 +223,12 @@ describe('one round for every organization due', () => {
     const victim = orgs[11] as TestOrg;
     await app.collections.ledgerCheckpoints.insertOne({ _id: `${victim.id}/12`, tenant: victim.id, size: 12, root: Buffer.alloc(32).toString('base64'), note: 'planted\n\n— x AAAA\n', created_at: new Date() });
 
-    const writes: { collection: string; command: string; items: number }[] = [];
-    const record = (event: CommandStartedEvent) => {
-      const command = event.commandName;
-      if (!['insert', 'update', 'delete'].includes(command)) return;
+    // The round's own commands (TestApp.marked), not those the background jobs send meanwhile.
+    await app.marked('round', () => app.services.integrator.integrate((orgs[0] as TestOrg).id));
+    const writes = app.commandsOf('round').filter((event) => ['insert', 'update', 'delete'].includes(event.commandName)).map((event) => {
       const items = (event.command.documents ?? event.command.updates ?? event.command.deletes ?? []) as Document[];
-      writes.push({ collection: String(event.command[command]), command, items: items.length });
-    };
-    app.client.on('commandStarted', record);
-    try {
-      await app.services.integrator.integrate((orgs[0] as TestOrg).id);
-    } finally {
-      app.client.off('commandStarted', record);
-    }
+      return { collection: String(event.command[event.commandName]), command: event.commandName, items: items.length };
+    });
 
     for (const [i, org] of orgs.slice(0, 11).entries()) {
       expect((await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.tree_size).toBe(i + 1);

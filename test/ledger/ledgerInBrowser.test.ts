@@ -9,12 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { checkpointText, NoteError, parseCheckpoint } from '../../src/domain/ledger/formats';
 import { consistencyProof, nodesOf, rootHash, verifyConsistency as nodeVerifyConsistency } from '../../src/domain/ledger/merkle';
 import { openNote, signerFromSeed, signNote } from '../../src/domain/ledger/note';
-import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion } from '../../src/domain/ledger/webVerify';
+import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion } from '../../src/client/webVerify';
 import { checkCheckpoint, checkEvent, type KeyValueStore, storageKey } from '../../src/dashboard/lib/ledgerTrust';
 import type { TInclusionProof } from '../../src/domain/ledger/schemas';
 import { createEvent } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
+import { eventuallySucceeds } from '../helpers/waiting';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -36,14 +37,7 @@ async function accountWithEvents(n: number) {
 
 /** The session's proof of an event; its checkpoint is signed within an interval or two of the write. */
 async function proofOf(web: WebSession, id: string): Promise<TInclusionProof> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await web.client.dashboard.events.proof.query({ id });
-    } catch (error) {
-      if (attempt > 20) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  return eventuallySucceeds(`the proof of ${id}`, () => web.client.dashboard.events.proof.query({ id }), 10_000);
 }
 
 const fetcher = (web: WebSession) => async (from: number, to: number) => (await web.client.dashboard.ledger.consistency.query({ from, to })).proof;

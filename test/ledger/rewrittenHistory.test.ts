@@ -16,6 +16,7 @@ import { privateKeyText, signerFromSeed, signNote } from '../../src/domain/ledge
 import { call, eventBody } from '../helpers/api';
 import { mongoUri, startTestApp, TEST_LEDGER_SEED, TEST_LEDGER_SIGNER, type TestApp, type TestOrg, uniqueDbName } from '../helpers/harness';
 import { runCli } from '../helpers/processes';
+import { eventually } from '../helpers/waiting';
 
 const dbName = uniqueDbName('rewritten');
 let dir: string;
@@ -53,8 +54,7 @@ async function waitSigned(app: TestApp, org: TestOrg, id: string): Promise<{ tre
 
 /** Waits until `tenant`'s log is halted on `app` (its rounds run every 200 ms here), or 30 s. */
 async function halted(app: TestApp, tenant: string): Promise<string | null> {
-  for (let waited = 0; waited < 30_000 && !app.services.integrator.haltedReason(tenant); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
-  return app.services.integrator.haltedReason(tenant);
+  return eventually(`${tenant}'s log halted`, () => app.services.integrator.haltedReason(tenant), 30_000);
 }
 
 async function audit(org: TestOrg) {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { runCli } from '../helpers/processes';
+import { pace } from '../helpers/waiting';
 
 let app: TestApp;
 let org: TestOrg;
@@ -116,7 +117,7 @@ test('an export with proofs taken while another client writes verifies: both are
     while (writing.on) {
       expect((await batch(20)).status).toBe(201);
       writing.batches++;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await pace(20, 'a steady writer beside the exports, not a flood');
     }
   })();
   try {

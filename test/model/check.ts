@@ -28,8 +28,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { type Model, type ModelEvent, plantedIds, type PlantedRow, presentEvents, removedCount, removedEvents } from './model';
-import { type Arrival, type SlotDoc, sleep, type System, VERIFIER_KEY } from './system';
+import { type Arrival, type SlotDoc, type System, VERIFIER_KEY } from './system';
 import { stepLog } from './log';
+import { eventually, TimedOut } from '../helpers/waiting';
 
 /** How long a stream may still deliver an event after its removal was answered (a batch read just before). */
 const STREAM_GRACE_MS = 3_000;
@@ -327,19 +328,20 @@ export async function checkState(m: Model, s: System, step: string): Promise<voi
   problems.throwIfAny(`after ${step}`);
 }
 
-async function eventually<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T | null> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null || Date.now() > deadline) return value;
-    await sleep(100);
+/** `probe`'s value once it gives one, or null after `timeoutMs`: a check reports a problem rather than throw. */
+async function valueWithin<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T | null> {
+  try {
+    return (await eventually('a model check', async () => { const value = await probe(); return value === null ? null : { value }; }, timeoutMs)).value;
+  } catch (error) {
+    if (error instanceof TimedOut) return null;
+    throw error;
   }
 }
 
 /** The signed checkpoint once it covers `size` events, or what it covers after a wait. */
 async function signedUpTo(s: System, size: number): Promise<{ tree_size: number; root_hash: string }> {
   const read = async () => (await s.api('/v1/ledger/checkpoint')).body as { tree_size: number; root_hash: string };
-  return (await eventually(async () => {
+  return (await valueWithin(async () => {
     const checkpoint = await read();
     return checkpoint.tree_size >= size ? checkpoint : null;
   }, 10_000)) ?? read();
@@ -434,7 +436,7 @@ async function checkOtherLedger(m: Model, s: System, problems: Problems): Promis
   if (!m.other || !other || m.other.length === 0) return;
   const planted = plantedIds(m, 'other');
   const newest = await s.integrate(planted, other.id);
-  const checkpoint = await eventually(async () => {
+  const checkpoint = await valueWithin(async () => {
     const res = await s.api('/v1/ledger/checkpoint', { key: other.key });
     const size = (res.body as { tree_size?: number }).tree_size ?? 0;
     return size >= newest ? { tree_size: size } : null;
@@ -464,7 +466,7 @@ async function checkOtherLedger(m: Model, s: System, problems: Problems): Promis
 /** The stream from sequence number 1: every present event delivered (up to what was signed), no removed event's content after its removal. */
 async function checkStream(m: Model, s: System, signed: number, problems: Problems): Promise<void> {
   const stream = s.stream as NonNullable<System['stream']>;
-  const delivered = await eventually(async () => {
+  const delivered = await valueWithin(async () => {
     const res = await s.api(`/v1/streams/${stream.id}`);
     const seq = (res.body as { delivered_seq?: number }).delivered_seq ?? 0;
     return seq >= signed ? seq : null;

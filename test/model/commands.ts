@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { v7 as uuidv7 } from 'uuid';
-import { importVerifier, verifyEventInclusion } from '../../src/domain/ledger/webVerify';
+import { importVerifier, verifyEventInclusion } from '../../src/client/webVerify';
 import { checkLedger, checkState, contentDifference } from './check';
 import { stepLog } from './log';
 import {

@@ -15,6 +15,7 @@ import { mongoUri, startTestApp, TEST_LEDGER_SEED, TEST_LEDGER_SIGNER, type Test
 import { runCli } from '../helpers/processes';
 import { Receiver } from '../helpers/streamReceivers';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
+import { quietFor } from '../helpers/waiting';
 
 export const VERIFIER_KEY = TEST_LEDGER_SIGNER.text;
 const PASSWORD = 'correct horse battery staple';
@@ -135,7 +136,8 @@ export class System {
     for (let attempt = 0; ; attempt++) {
       const res = await call(`${base}${path}`, { key: options.key ?? this.key, body: options.body, headers: options.headers, method: options.method });
       if (res.status !== 429 || res.body?.code !== 'RATE_LIMITED' || attempt >= 10) return res;
-      await sleep(1000 * Number(res.headers.get('retry-after') ?? 1));
+      // The per-key rate limiter reads the wall clock (src/http/rateLimit.ts), not the moved clock: its time must pass.
+      await quietFor(1000 * Number(res.headers.get('retry-after') ?? 1), 'the rate limiter refills on the wall clock');
     }
   }
 
@@ -319,4 +321,3 @@ function startApp(dbName: string, clock: { now: number }): Promise<TestApp> {
   return startTestApp({ label: 'model', sharedDbName: dbName, clock: { now: () => new Date(clock.now) }, env: { RETENTION_PRUNE_INTERVAL_MS: '0' } });
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

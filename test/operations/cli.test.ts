@@ -78,7 +78,7 @@ test('export writes the file through the REST API and reports one JSON object', 
 });
 
 test('the database named in MONGODB_URI is the one used; MONGODB_DB only when the URI names none', async () => {
-  const org = await app.services.orgs.create({ name: 'Named In Uri', plan: 'free', monthlyCap: null }, new Date());
+  const org = await app.services.stores.orgs.create({ name: 'Named In Uri', plan: 'free', monthlyCap: null }, new Date());
   const base = (process.env.MONGODB_URI ?? '').replace(/\/?(\?|$)/, '/$1');
   const inPath = base.replace(/\/(\?|$)/, `/${app.dbName}$1`);
   // The path wins over a MONGODB_DB that names another database.

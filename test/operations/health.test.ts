@@ -11,7 +11,7 @@ test('readyz answers 503 once the database is gone; healthz stays 200', async ()
   await client.connect();
   const db = client.db(uniqueDbName('health'));
   const services = await createServices(db, loadConfig({}), { now: () => new Date() }, createLogger('silent'));
-  const { server, url } = await listenOnFreePort(createHttpApp(services).listener);
+  const { server, url } = await listenOnFreePort(createHttpApp(services.http).listener);
   try {
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
     await db.dropDatabase();

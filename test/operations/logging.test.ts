@@ -14,7 +14,7 @@ afterAll(() => app.close());
 
 test('one JSON line per request with its request id; keys appear nowhere', async () => {
   const revoked = await app.key(org.id);
-  await app.services.apiKeys.revoke(revoked.keyId, new Date());
+  await app.services.stores.apiKeys.revoke(revoked.keyId, new Date());
   const responses = await Promise.all([
     call(`${app.url}/v1/events`, { key: org.key, body: eventBody(), headers: { 'x-request-id': 'trace-123', 'content-type': 'application/json' } }),
     call(`${app.url}/v1/events`, { key: revoked.key, body: eventBody() }),

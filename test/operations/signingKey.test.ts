@@ -18,6 +18,7 @@ import { call, eventBody } from '../helpers/api';
 import { freePort } from '../helpers/disposableDatabase';
 import { mongoUri, startTestApp, TEST_LEDGER_SEED, TEST_LEDGER_SIGNER, uniqueDbName } from '../helpers/harness';
 import { ROOT, runCli, startServerProcess } from '../helpers/processes';
+import { TimedOut, eventually } from '../helpers/waiting';
 
 let dir: string;
 let client: MongoClient;
@@ -58,16 +59,20 @@ async function startRefused(env: Record<string, string>, key: string): Promise<{
   const exited = once(child, 'exit') as Promise<[number]>;
   const statuses: number[] = [];
   // A service that started after all (the code before the check) is stopped at its first 201, or after a minute.
-  const deadline = Date.now() + 60_000;
-  while (child.exitCode === null && child.signalCode === null) {
+  const running = () => child.exitCode === null && child.signalCode === null;
+  await eventually('the service to exit', async () => {
+    if (!running()) return true;
     try {
       statuses.push((await call(`http://127.0.0.1:${port}/v1/events`, { key, body: eventBody() })).status);
     } catch {
       // Nothing listens: the expected answer.
     }
-    if (statuses.includes(201) || Date.now() > deadline) child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+    if (statuses.includes(201)) child.kill('SIGTERM');
+    return false;
+  }, 60_000, 50).catch((error: unknown) => {
+    if (!(error instanceof TimedOut)) throw error;
+    child.kill('SIGTERM');
+  });
   const [code] = await exited;
   return { code, stderr, stdout, statuses };
 }

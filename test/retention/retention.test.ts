@@ -17,8 +17,9 @@ import { DAY_MS, RETENTION_ACTIONS } from '../../src/domain/retention';
 import { LIVE, type TombstoneDoc } from '../../src/db/documents';
 import type { TEvent } from '../../src/domain/event';
 import { call, eventBody, eventually } from '../helpers/api';
+import { goProgram } from '../helpers/goPrograms';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
-import { ROOT, runCli, testLedgerKeyFile } from '../helpers/processes';
+import { runCli, testLedgerKeyFile } from '../helpers/processes';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
 import { webhookItems, webhookReceiver } from '../helpers/streamReceivers';
 
@@ -34,8 +35,8 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'retention-'));
-  goVerifier = join(dir, 'verifier');
-  await run('go', ['build', '-o', goVerifier, '.'], { cwd: join(ROOT, 'verifier'), timeout: 600_000 });
+  // Built once per source tree (globalSetup; here only if that build failed).
+  goVerifier = await goProgram('verifier');
   // The prune job runs when the test says (0: no timer); notice 7 days, policies of 30 days and more.
   app = await startTestApp({ label: 'retention', clock: { now: () => new Date(now) }, env: { RETENTION_PRUNE_INTERVAL_MS: '0' } });
   env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, LEDGER_SIGNING_KEY_FILE: testLedgerKeyFile() };

@@ -194,7 +194,7 @@ test('erasure over REST: an actor\'s events go, held ones stay, the entry names 
   expect((await call(`${app.url}/v1/retention/holds/${(everything.body as { id: string }).id}`, { key: manager.key, method: 'DELETE' })).status).toBe(200);
 
   // cli verify on the whole log and ledger audit on the database: the key's erasures are authority.
-  const reader = await app.services.apiKeys.forOrg(orgId).create('auditor', new Date(), ['events:read', 'ledger:read']);
+  const reader = await app.services.stores.apiKeys.forOrg(orgId).create('auditor', new Date(), ['events:read', 'ledger:read']);
   await app.services.integrator.integrate(orgId, { storedTo: await app.collections.events.countDocuments({ tenant: orgId }) });
   const out = join(dir, 'erased.json');
   expect((await runCli(['export', '--url', app.url, '--key', reader.key, '--out', out, '--with-proofs'], {})).code).toBe(0);

@@ -13,9 +13,11 @@ import { InstallationStore } from '../../src/db/installationStore';
 import { assertKeyFitsLedger } from '../../src/ledger/keyFit';
 import { RETENTION_ACTIONS } from '../../src/domain/retention';
 import { call, eventBody } from '../helpers/api';
-import { importVerifier, verifyEventInclusion } from '../../src/domain/ledger/webVerify';
+import { importVerifier, verifyEventInclusion } from '../../src/client/webVerify';
 import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg, uniqueDbName } from '../helpers/harness';
 import { runCli, testLedgerKeyFile } from '../helpers/processes';
+import { eventually, quietFor } from '../helpers/waiting';
+import { INSTALLATION } from '../../src/domain/ledger/log';
 
 const DAY_MS = 86_400_000;
 let attacker: MongoClient;
@@ -42,7 +44,6 @@ function forgedFrom(template: EventDoc, seq: number): EventDoc {
   return { ...shape, _id: uuidv7(), seq, salt: randomBytes(32).toString('hex'), actor_id: 'mallory' };
 }
 const checkpointSize = async (app: TestApp, org: TestOrg) => (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body.tree_size as number;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('A. 101 foreign rows at the next numbers: the organization keeps being signed (a foreign row never stalls an organization)', async () => {
   const app = await startTestApp({ label: 'rv101' });
@@ -57,7 +58,8 @@ test('A. 101 foreign rows at the next numbers: the organization keeps being sign
     const id = res.body.event.id as string;
     const stored = await c.events.findOne({ _id: id });
     const proof = await call(`${app.url}/v1/events/${id}/proof`, { key: org.key });
-    await sleep(1500);
+    // The integrator counts only rounds that sign or are asked for: no count tells an idle round passed.
+    await quietFor(1500, 'several ledger rounds (200 ms here) that would meet the foreign rows and halt, had they stalled the organization');
     const halted = app.services.integrator.stats.halted;
     expect(stored?.seq).toBe(t.seq + 1);
     expect(proof.status).toBe(200);
@@ -124,7 +126,13 @@ test('D. signed checkpoints edited in place (this key named, the signature broke
   const c = collections(db);
   const org = await app.org();
   await writeSigned(app, org, 3);
-  await sleep(1000);
+  // The organization's newest checkpoint rolled up and signed into the installation log, whose checkpoints are edited below.
+  await eventually('the installation log to cover the organization\'s checkpoint', async () => {
+    const [newest] = await c.ledgerCheckpoints.find({ tenant: org.id }).sort({ size: -1 }).limit(1).toArray();
+    const entry = newest && (await c.ledgerEntries.findOne({ checkpoint: newest._id }));
+    const head = await c.ledgerHeads.findOne({ _id: INSTALLATION });
+    return !!entry && !!head && head.size > entry._id;
+  }, 20_000, 50);
   await app.close();
   const store = new InstallationStore(db);
   for (let i = 0; i < 5; i++) {
@@ -156,7 +164,7 @@ test('E. the head lowered, signed events deleted and a squatter planted: no sign
     await c.events.insertOne(forgedFrom(t, t.seq + 1));
     const res = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody({ actor: { id: 'genuine' } }) });
     const stored = await c.events.findOne({ _id: res.body.event?.id });
-    await sleep(1500);
+    await quietFor(1500, 'several ledger rounds (200 ms here) that would sign a number again over the lowered head, were that possible');
     const proof = await call(`${app.url}/v1/events/${res.body.event?.id}/proof`, { key: org.key });
     const ev = await call(`${app.url}/v1/events/${res.body.event?.id}`, { key: org.key });
     const check = proof.status === 200 ? await verifyEventInclusion(ev.body.event ?? ev.body, proof.body, await importVerifier(TEST_LEDGER_SIGNER.text)) : null;

@@ -5,16 +5,16 @@
  */
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { CommandStartedEvent } from 'mongodb';
 import type { TCreateEventInput } from '../../src/domain/event';
 import { createMetricsServer } from '../../src/http/metricsServer';
 import type { ApiKeyPrincipal } from '../../src/services/auth';
 import { call, createEvent, eventBody, query } from '../helpers/api';
 import { claimIdOf } from '../../src/db/idempotencyRepository';
 import { expectGapless } from '../helpers/cluster';
-import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
+import { MARKER_HEADER, startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { seedEvents } from '../helpers/seed';
 import { uniqueEmail, WebSession } from '../helpers/webSession';
+import { eventually } from '../helpers/waiting';
 
 async function principalOf(app: TestApp, org: TestOrg): Promise<ApiKeyPrincipal> {
   const auth = await app.services.auth.authenticate(`Bearer ${org.key}`, 'write');
@@ -146,11 +146,6 @@ describe('exports', () => {
     return (await app.http.metrics.exportStreams.get()).values[0]?.value ?? 0;
   }
 
-  async function waitUntil(check: () => Promise<boolean>): Promise<void> {
-    for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 25));
-    expect(await check()).toBe(true);
-  }
-
   test('a second concurrent export of one organization → 429 with Retry-After; other organizations are not held up', async () => {
     const first = await openExport(org.key);
     try {
@@ -168,7 +163,7 @@ describe('exports', () => {
       first.stop();
     }
     // The client went away: the slot is free again.
-    await waitUntil(async () => (await openExports()) === 0);
+    await eventually('no open exports', async () => (await openExports()) === 0, 5_000, 25);
     const again = await call(`${app.url}/v1/events/export${query({ actor_id: 'actor_1' })}`, { key: org.key });
     expect(again.status).toBe(200);
     expect(again.body).toHaveLength(200);
@@ -178,7 +173,8 @@ describe('exports', () => {
     const failuresBefore = (await app.http.metrics.exportFailures.get()).values[0]?.value ?? 0;
     const { res } = await openExport(org.key);
     expect(res.statusCode).toBe(200);
-    await new Promise((r) => setTimeout(r, 2000));
+    // Unread, the export runs past its 1.5 s limit and is cut (counted as it is).
+    await eventually('the export cut at its time limit', async () => ((await app.http.metrics.exportFailures.get()).values[0]?.value ?? 0) === failuresBefore + 1, 10_000, 25);
     const received = await new Promise<{ body: string; aborted: boolean }>((resolve) => {
       const chunks: Buffer[] = [];
       let aborted = false;
@@ -191,15 +187,17 @@ describe('exports', () => {
     expect(received.aborted).toBe(true);
     expect(received.body.startsWith('[{"id":')).toBe(true);
     expect(() => JSON.parse(received.body)).toThrow();
-    await waitUntil(async () => ((await app.http.metrics.exportFailures.get()).values[0]?.value ?? 0) === failuresBefore + 1);
+    await eventually('the export failure counted', async () => ((await app.http.metrics.exportFailures.get()).values[0]?.value ?? 0) === failuresBefore + 1, 5_000, 25);
     expect(logs.some((line) => line.includes('export failed after its first byte') && line.includes('time limit'))).toBe(true);
-    await waitUntil(async () => (await openExports()) === 0);
+    await eventually('no open exports', async () => (await openExports()) === 0, 5_000, 25);
   });
 });
 
 describe('limits', () => {
   test('requests per API key: a token bucket, 429 RATE_LIMITED with Retry-After and the RateLimit fields; other keys unaffected', async () => {
-    const app = await startTestApp({ label: 'ratelimit', limits: { ratePerSecond: 1, rateBurst: 3 } });
+    // The limiter's time is the test's (HttpOptions.rateNow): held still, however slow the machine, then moved.
+    let now = Date.now();
+    const app = await startTestApp({ label: 'ratelimit', limits: { ratePerSecond: 1, rateBurst: 3 }, http: { rateNow: () => now } });
     try {
       const org = await app.org();
       const other = await app.key(org.id);
@@ -224,7 +222,7 @@ describe('limits', () => {
       // Another key, even of the same organization, has its own bucket.
       expect((await call(`${app.url}/v1/events`, { key: other.key })).status).toBe(200);
       // The bucket refills.
-      await new Promise((r) => setTimeout(r, 1100));
+      now += 1000;
       expect((await call(`${app.url}/v1/events`, { key: org.key })).status).toBe(200);
     } finally {
       await app.close();
@@ -286,44 +284,31 @@ describe('limits', () => {
       await createEvent(app.url, capped.key);
       const first = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody() });
       expect(first.status).toBe(429);
-      const commands: string[] = [];
-      // The ledger's background rounds (checkpoints and tiles of the suite's other organizations) run
-      // on their own clock; what is counted is what the requests cost. A getMore names its cursor where
-      // other commands name their collection; its collection is in `collection` (a cursor of
-      // a ledger round's, continued inside the window, was once counted as a request's command).
-      const record = (event: CommandStartedEvent) => {
-        const collection = String((event.commandName === 'getMore' ? event.command.collection : event.command[event.commandName]) ?? '');
-        // Log streams scan their configurations, and the self-audit outbox is drained, on their own clocks too.
-        if (!collection.startsWith('ledger_') && !collection.startsWith('stream') && collection !== 'audit_outbox') commands.push(`${event.commandName} ${collection}`);
-      };
-      app.client.on('commandStarted', record);
-      try {
-        for (let i = 0; i < 5; i++) {
-          const res = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody() });
-          expect(res.status).toBe(429);
-          expect(res.body).toEqual({ message: 'Monthly event limit reached', code: 'MONTHLY_LIMIT_REACHED' });
-          expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
-        }
-      } finally {
-        app.client.off('commandStarted', record);
+      // What the requests themselves send: each carries a marker, and only commands sent on its behalf
+      // are counted (the ledger's rounds, stream scans and the outbox drain run meanwhile, unmarked).
+      const commandsOf = (marker: string) => app.commandsOf(marker).map((c) => `${c.commandName} ${String(c.command[c.commandName])}`);
+      for (let i = 0; i < 5; i++) {
+        const res = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody(), headers: { [MARKER_HEADER]: 'at-cap' } });
+        expect(res.status).toBe(429);
+        expect(res.body).toEqual({ message: 'Monthly event limit reached', code: 'MONTHLY_LIMIT_REACHED' });
+        expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
       }
-      expect(commands).toEqual([]);
+      expect(commandsOf('at-cap')).toEqual([]);
       expect(await app.collections.events.countDocuments({ tenant: capped.id })).toBe(2);
+      // The control: an accepted event, marked the same way, is seen writing (so the empty list above is no blind spot).
+      const accepted = await call(`${app.url}/v1/events`, { key: org.key, body: eventBody(), headers: { [MARKER_HEADER]: 'accepted' } });
+      expect(accepted.status).toBe(201);
+      expect(commandsOf('accepted')).toContain('insert events');
 
       // With an Idempotency-Key: refused at the door too, with no write (the claim is looked up, a read,
       // so that a retry of a request stored before is still answered).
       const stored = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody(), headers: { 'idempotency-key': 'k-1' } });
       expect(stored.status).toBe(429);
-      app.client.on('commandStarted', record);
-      try {
-        for (let i = 0; i < 5; i++) {
-          const res = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody({ action: `keyed.${i}` }), headers: { 'idempotency-key': `keyed-${i}` } });
-          expect(res.status).toBe(429);
-        }
-      } finally {
-        app.client.off('commandStarted', record);
+      for (let i = 0; i < 5; i++) {
+        const res = await call(`${app.url}/v1/events`, { key: capped.key, body: eventBody({ action: `keyed.${i}` }), headers: { 'idempotency-key': `keyed-${i}`, [MARKER_HEADER]: 'keyed-at-cap' } });
+        expect(res.status).toBe(429);
       }
-      expect(commands.filter((c) => !c.startsWith('find '))).toEqual([]);
+      expect(commandsOf('keyed-at-cap').filter((c) => !c.startsWith('find '))).toEqual([]);
       for (const key of ['k-1', 'keyed-0', 'keyed-4']) expect(await app.collections.idempotencyClaims.findOne({ _id: claimIdOf(capped.id, key) })).toBeNull();
     });
 

@@ -58,7 +58,7 @@ test('scopes × routes: 403 naming the missing scope without it, served with it'
   const event = await createEvent(app.url, org.key);
   const stream = await call(`${app.url}/v1/streams`, { key: org.key, body: BODIES['/streams'] });
   await eventually('a checkpoint', async () => (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).status === 200);
-  const keys = await Promise.all(SCOPES.map(async (scope) => ({ scope, key: (await app.services.apiKeys.forOrg(org.id).create(`only ${scope}`, new Date(), [scope])).key })));
+  const keys = await Promise.all(SCOPES.map(async (scope) => ({ scope, key: (await app.services.stores.apiKeys.forOrg(org.id).create(`only ${scope}`, new Date(), [scope])).key })));
   for (const { scope: held, key } of keys) {
     for (const route of ROUTES) {
       const path = route.path.replace('/events/{id}', `/events/${event.id}`).replace('{id}', stream.body.id as string);

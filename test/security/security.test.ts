@@ -63,7 +63,7 @@ describe('authentication messages', () => {
   test('a revoked key is refused at once with 401 Invalid API key; reads say Missing or invalid API key', async () => {
     const o = await app.org();
     expect((await call(events, { key: o.key, body: eventBody() })).status).toBe(201);
-    await app.services.apiKeys.revoke(o.keyId, new Date());
+    await app.services.stores.apiKeys.revoke(o.keyId, new Date());
     const write = await call(events, { key: o.key, body: eventBody() });
     expect(write.status).toBe(401);
     expect(write.body.message).toBe('Invalid API key');
@@ -82,7 +82,7 @@ describe('authentication messages', () => {
       const url = `${own.url}/v1/events`;
       expect((await call(url, { key: o.key, body: eventBody() })).status).toBe(201);
       const before = await own.collections.events.countDocuments({ tenant: o.id });
-      await own.services.apiKeys.revoke(o.keyId, frozen);
+      await own.services.stores.apiKeys.revoke(o.keyId, frozen);
       expect((await own.services.auth.authenticate(`Bearer ${o.key}`, 'write')).kind).toBe('ok');
       const concurrent = await Promise.all(Array.from({ length: 5 }, () => call(url, { key: o.key, body: eventBody() })));
       for (const res of concurrent) expect(res.body).toEqual({ message: 'Invalid API key', code: 'INVALID_API_KEY' });
@@ -106,7 +106,7 @@ describe('authentication messages', () => {
     const use = await app.collections.apiKeyUses.findOne({ _id: doc?._id });
     expect(use?.last_used_at).toBeInstanceOf(Date);
     expect(JSON.stringify(use)).not.toContain(a.key);
-    const [listed] = await app.services.apiKeys.forOrg(a.id).list('oldest');
+    const [listed] = await app.services.stores.apiKeys.forOrg(a.id).list('oldest');
     expect(listed?.last_used_at).toEqual(use?.last_used_at);
     expect(a.key).toMatch(/^alk_[A-Za-z0-9_-]{43}$/);
   });
@@ -116,7 +116,7 @@ describe('authentication messages', () => {
     // lose one (seen here: 183 of 200 pairs). A use written to the key's document while it was revoked
     // brought the key back; uses are now recorded apart, and the revocation always holds.
     const o = await app.org();
-    const keys = app.services.apiKeys;
+    const keys = app.services.stores.apiKeys;
     const created = await Promise.all(Array.from({ length: 20 }, (_, i) => keys.forOrg(o.id).create(`race ${i}`, new Date())));
     await Promise.all(created.map(({ doc }) => Promise.all([keys.touch(doc._id, new Date()), keys.forOrg(o.id).revoke(doc.key_id, new Date())])));
     for (const { doc, key } of created) {

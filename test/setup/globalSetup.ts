@@ -6,6 +6,7 @@
 import { MongoClient } from 'mongodb';
 import type { MongoMemoryServer } from 'mongodb-memory-server';
 import { localFerretDbMissing, startLocalFerretDb } from '../../src/db/localFerretDb';
+import { buildGoPrograms } from '../helpers/goPrograms';
 
 declare global {
    
@@ -13,6 +14,8 @@ declare global {
 }
 
 export default async function globalSetup(): Promise<void> {
+  // The Go programs build (or are found built for this tree) while the database starts.
+  const goBuilt = buildGoPrograms((line) => process.stderr.write(line));
   if (!process.env.MONGODB_URI) await startServer();
   // Suites that hold only on MongoDB (explain plans) read this; the workers inherit the environment.
   const client = new MongoClient(process.env.MONGODB_URI ?? '');
@@ -22,6 +25,7 @@ export default async function globalSetup(): Promise<void> {
   } finally {
     await client.close();
   }
+  await goBuilt;
 }
 
 async function startServer(): Promise<void> {

@@ -8,6 +8,7 @@ import type { Collection } from 'mongodb';
 import { call, eventBody, eventually } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { type Receiver, webhookItems, webhookReceiver } from '../helpers/streamReceivers';
+import { quietFor } from '../helpers/waiting';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -18,27 +19,37 @@ afterAll(() => app.close());
 
 const TEN_MINUTES = { kind: 'status', status: 503, retryAfter: '600' } as const;
 
-async function refusedStream(org: TestOrg): Promise<{ id: string; receiver: Receiver }> {
+const view = async (org: TestOrg, id: string) => (await call(`${app.url}/v1/streams/${id}`, { key: org.key })).body;
+
+/**
+ * A stream whose receiver refuses with a Retry-After of ten minutes, with one event to deliver, once it
+ * reads as failing (refused at least once, its next attempt due minutes away); `failing` is that view.
+ */
+async function failingStream(org: TestOrg): Promise<{ id: string; receiver: Receiver; failing: any }> {
   let secret = '';
   const receiver = await webhookReceiver(() => secret).start();
   receiver.mode = TEN_MINUTES;
-  const res = await call(`${app.url}/v1/streams`, { key: org.key, body: { name: 'siem', destination: { type: 'webhook', url: `${receiver.url}/hook` }, start_seq: 1 } });
-  expect(res.status).toBe(201);
-  secret = res.body.signing_secret;
-  expect((await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status).toBe(201);
-  return { id: res.body.id, receiver };
-}
-
-const view = async (org: TestOrg, id: string) => (await call(`${app.url}/v1/streams/${id}`, { key: org.key })).body;
-
-test('failing from the first refused attempt, then "Retry now" delivers at once and clears the error', async () => {
-  const org = await app.org();
-  const { id, receiver } = await refusedStream(org);
   try {
+    const res = await call(`${app.url}/v1/streams`, { key: org.key, body: { name: 'siem', destination: { type: 'webhook', url: `${receiver.url}/hook` }, start_seq: 1 } });
+    expect(res.status).toBe(201);
+    secret = res.body.signing_secret;
+    const id: string = res.body.id;
+    expect((await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status).toBe(201);
     const failing = await eventually('the first refusal seen as failing', async () => {
       const v = await view(org, id);
       return receiver.refused.length > 0 && v.state === 'failing' && v.next_attempt_at !== null && Date.parse(v.next_attempt_at) - Date.now() > 60_000 && v;
     });
+    return { id, receiver, failing };
+  } catch (error) {
+    await receiver.stop();
+    throw error;
+  }
+}
+
+test('failing from the first refused attempt, then "Retry now" delivers at once and clears the error', async () => {
+  const org = await app.org();
+  const { id, receiver, failing } = await failingStream(org);
+  try {
     expect(failing.last_error).toMatch(/^HTTP 503/);
     expect(Date.parse(failing.last_error_at)).toBeGreaterThanOrEqual(Date.parse(failing.failing_since));
     expect(failing.delivered_seq).toBe(0);
@@ -62,9 +73,8 @@ test('failing from the first refused attempt, then "Retry now" delivers at once 
 
 test('a successful test of a failing stream retries it; a refused test changes nothing', async () => {
   const org = await app.org();
-  const { id, receiver } = await refusedStream(org);
+  const { id, receiver } = await failingStream(org);
   try {
-    await eventually('failing', async () => receiver.refused.length > 0 && (await view(org, id)).state === 'failing');
     const refusedTest = await call(`${app.url}/v1/streams/${id}/test`, { key: org.key, body: {} });
     expect(refusedTest.body).toMatchObject({ ok: false, status: 503, retrying: false });
     expect((await view(org, id)).state).toBe('failing');
@@ -87,16 +97,15 @@ test('a successful test of a failing stream retries it; a refused test changes n
 
 test('"Retry now" on a paused stream leaves it paused; an unknown or another organization\'s stream is 404', async () => {
   const org = await app.org();
-  const { id, receiver } = await refusedStream(org);
+  const { id, receiver } = await failingStream(org);
   try {
-    await eventually('failing', async () => receiver.refused.length > 0 && (await view(org, id)).state === 'failing');
     expect((await call(`${app.url}/v1/streams/${id}/pause`, { key: org.key, body: {} })).body.state).toBe('paused');
     receiver.mode = { kind: 'ok' };
     const retried = await call(`${app.url}/v1/streams/${id}/retry`, { key: org.key, body: {} });
     expect(retried.status).toBe(200);
     expect(retried.body).toMatchObject({ state: 'paused', next_attempt_at: null });
     // Given the time to scan twice, nothing is delivered while paused.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await quietFor(600, 'three scan intervals (200 ms here) in which a paused stream must deliver nothing');
     expect(webhookItems(receiver)).toEqual([]);
     const other = await app.org();
     expect((await call(`${app.url}/v1/streams/${id}/retry`, { key: other.key, body: {} })).status).toBe(404);
@@ -111,11 +120,10 @@ test('"Retry now" on a paused stream leaves it paused; an unknown or another org
 
 test('stream rows changed behind the service\'s back: a retry time that is no time, or far in the future, neither stops delivery nor silences "Retry now"; bad progress times read as none', async () => {
   const org = await app.org();
-  const { id, receiver } = await refusedStream(org);
+  const { id, receiver } = await failingStream(org);
   const streams = app.collections.streams as unknown as Collection<{ _id: string }>;
   const progress = app.collections.streamProgress as unknown as Collection<{ _id: string }>;
   try {
-    await eventually('failing', async () => receiver.refused.length > 0 && (await view(org, id)).state === 'failing');
     // Not a time: before the fix the next scan threw, the process died, and it could not start again.
     await streams.updateOne({ _id: id }, { $set: { retry_requested_at: 'not a date' } });
     await app.services.streamDelivery.scan();

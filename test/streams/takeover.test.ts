@@ -66,8 +66,7 @@ test('SIGKILL in the middle of a batch: the next process resumes from the last a
   // The next batch hangs at the receiver; the process dies while it waits for the answer.
   receiver.mode = { kind: 'slow', ms: 3000 };
   await fill(org, 700);
-  await eventually('a batch in flight', () => Promise.resolve(receiver.refused.length + receiver.accepted.length > 0));
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await eventually('a batch held at the receiver', () => Promise.resolve(receiver.held > 0), 20_000, 20);
   first.child.kill('SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
   receiver.mode = { kind: 'ok' };

@@ -10,6 +10,7 @@ import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { type Receiver, webhookItems, webhookReceiver } from '../helpers/streamReceivers';
 import { eventSha256 } from '../../src/domain/ledger/eventHash';
 import { hashInputOfEvent } from '../../src/domain/eventFields';
+import { quietFor } from '../helpers/waiting';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -120,9 +121,11 @@ test('paused keeps its place and catches up on resume; a failing stream of one o
   // The creation record (1) and the 40 events.
   await eventually('delivered beside a failing stream', () => Promise.resolve(webhookItems(receiver).length >= 41));
   expect((await call(`${app.url}/v1/streams/${id}/pause`, { key: org.key, body: {} })).body.state).toBe('paused');
-  await new Promise((resolve) => setTimeout(resolve, 600));
+  // Two scans, the second begun after the pause was stored, so the deliverer has seen it and stopped the stream's run.
+  await app.services.streamDelivery.scan();
+  await app.services.streamDelivery.scan();
   await fill(org, 60, 'paused');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await quietFor(1000, 'five scan intervals (200 ms here) in which the paused stream must send none of the 60');
   // None of the 60 sent while paused; the pause's own record (42) may have gone before the pause was seen.
   expect(sentItems(receiver)).toHaveLength(40);
   const paused = (await call(`${app.url}/v1/streams/${id}`, { key: org.key })).body;

@@ -1,5 +1,6 @@
 /** The retention entries' reading (domain/retention.ts): ranges, the policy in force, and what each entry may cover. */
-import { checkRetention, DAY_MS, formatRanges, type LogEntry, parseRanges, policyAt, RETENTION_ACTIONS } from '../../src/domain/retention';
+import { DAY_MS, policyAt, RETENTION_ACTIONS } from '../../src/domain/retention';
+import { checkRetention, formatRanges, type LogEntry, parseRanges } from '../../src/client/retentionCheck';
 
 const T0 = Date.UTC(2026, 0, 1);
 const at = (days: number) => new Date(T0 + days * DAY_MS).toISOString();

@@ -1,5 +1,5 @@
 /** How `stream verify` names missing sequence numbers: runs of consecutive ones, a long list cut short. */
-import { describeSeqs, runsOf } from '../../src/cli/verifyStreamCommand';
+import { describeSeqs, runsOf } from '../../src/client/streamCheck';
 
 test('sequence numbers as runs of consecutive ones', () => {
   expect(runsOf([])).toEqual([]);

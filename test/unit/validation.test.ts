@@ -185,7 +185,7 @@ describe('the schemas people meet', () => {
 describe('hand-written messages: the retention policy\'s bounds of this installation', () => {
   /** The service with only its bounds: the days are checked before anything is read or written. */
   const policy = (minDays: number, maxDays: number | null) => (days: number | null) =>
-    new RetentionService(...([null, null, null, null, null, { minDays, maxDays, noticeDays: 7 }, null, null] as unknown as ConstructorParameters<typeof RetentionService>))
+    new RetentionService({ options: { minDays, maxDays, noticeDays: 7 } } as unknown as ConstructorParameters<typeof RetentionService>[0])
       .setPolicy({} as never, days);
 
   test.each([

@@ -5,7 +5,7 @@
 import { useQuery } from '@tanstack/react-query';
 import type { TEvent } from '../../domain/event';
 import type { TInclusionProof, TInstallationInclusion, TLedgerSummary } from '../../domain/ledger/schemas';
-import { importVerifier, verifyWitnessed } from '../../domain/ledger/webVerify';
+import { importVerifier, verifyWitnessed } from '../../client/webVerify';
 import { checkCheckpoint, checkEvent, type FetchConsistency } from './ledgerTrust';
 import { useMe } from './session';
 import { trpc } from './trpc';

@@ -8,7 +8,7 @@
 import type { Checkpoint } from '../../domain/ledger/formats';
 import type { TEvent } from '../../domain/event';
 import type { TInclusionProof } from '../../domain/ledger/schemas';
-import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion, type WebVerifier } from '../../domain/ledger/webVerify';
+import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion, type WebVerifier } from '../../client/webVerify';
 
 /** localStorage, or a stand-in for it in the tests. */
 export interface KeyValueStore {

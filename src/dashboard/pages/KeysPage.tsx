@@ -1,4 +1,5 @@
 /** API keys: create (value shown once), list, revoke after confirmation. */
+import { FormHint } from '../components/FormHint';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useEffect, useRef, useState } from 'react';
 import { ShownOnce } from '../components/ShownOnce';
@@ -99,9 +100,7 @@ export function KeysPage() {
             <button type="submit" className="button primary" disabled={create.isPending}>
               {create.isPending ? 'Creating…' : 'Create key'}
             </button>
-            <span id="key-form-hint" className={invalid ? 'form-hint invalid' : 'form-hint muted small'} role={invalid ? 'alert' : undefined}>
-              {invalid ?? 'The key is shown once, right after it is created.'}
-            </span>
+            <FormHint id="key-form-hint" problem={invalid}>The key is shown once, right after it is created.</FormHint>
           </div>
         </form>
         {create.isError && (

@@ -6,8 +6,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useState } from 'react';
 import type { TEvent } from '../../domain/event';
-import { importVerifier, verifyEventInclusion } from '../../domain/ledger/webVerify';
-import { checkRetention, ERASURE_REASONS, type LogEntry, logEntryOf, RETENTION_ACTIONS, type TErasureReason, type THoldFilter } from '../../domain/retention';
+import { ERASURE_REASONS, RETENTION_ACTIONS, type TErasureReason, type THoldFilter } from '../../domain/retention';
+import { checkRetention, type LogEntry, logEntryOf } from '../../client/retentionCheck';
+import { importVerifier, verifyEventInclusion } from '../../client/webVerify';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ErrorState, LoadingRows } from '../components/States';
 import { formatDateTime, formatNumber, plural } from '../lib/format';

@@ -1,4 +1,5 @@
 /** Log streams: create (a webhook's signing secret shown once), test, retry now, pause, resume, delete; each stream's state, lag, last delivery and error, and its deliveries per minute. */
+import { FormHint } from '../components/FormHint';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useState } from 'react';
 import { ShownOnce } from '../components/ShownOnce';
@@ -186,9 +187,7 @@ function CreateStream({ onCreated }: { onCreated: (name: string, secret: string 
           <button type="submit" className="button primary" disabled={create.isPending}>
             {create.isPending ? 'Creating…' : 'Create stream'}
           </button>
-          <span id="stream-form-hint" className={invalid ? 'form-hint invalid' : 'form-hint muted small'} role={invalid ? 'alert' : undefined}>
-            {invalid ?? 'Deliveries start within seconds; a webhook\'s signing secret is shown once.'}
-          </span>
+          <FormHint id="stream-form-hint" problem={invalid}>Deliveries start within seconds; a webhook&apos;s signing secret is shown once.</FormHint>
         </div>
         {create.isError && (
           <p className="form-error" role="alert">

@@ -8,7 +8,7 @@ import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import { type KeyboardEvent, type SubmitEvent, useEffect, useMemo, useRef, useState } from 'react';
 import type { TEvent } from '../../domain/event';
-import { importVerifier, verifyEventInclusion } from '../../domain/ledger/webVerify';
+import { importVerifier, verifyEventInclusion } from '../../client/webVerify';
 import type { AppRouter } from '../../trpc/router';
 import { FieldDiff } from '../components/FieldDiff';
 import { fieldChangeOf } from '../lib/fieldChange';

@@ -3,14 +3,14 @@ import { z } from 'zod';
 import { type TAccountView, ZAccountView, ZLoginInput, ZSignupInput } from '../../domain/account';
 import { ZAcceptInput, ZInvitationPreview, ZInvitationToken } from '../../domain/roles';
 import type { StartedSession } from '../../services/accounts';
-import type { Services } from '../../services/container';
+import type { ApiServices } from '../../services/container';
 import type { WebContext } from '../context';
 import { sessionProcedure, unbatched, webProcedure } from '../init';
 
 const accountProcedure = webProcedure.use(unbatched);
 
 /** Hands a new session to the browser; the one it held before, if any, is ended (rotation). */
-async function handOver(ctx: { services: Services; web: WebContext }, started: StartedSession): Promise<TAccountView> {
+async function handOver(ctx: { services: ApiServices; web: WebContext }, started: StartedSession): Promise<TAccountView> {
   await ctx.services.accounts.endSessionOf(ctx.web.cookies.token);
   ctx.web.cookies.set(started.token, started.expiresAt);
   return started.view;

@@ -4,12 +4,12 @@
  * an older one. The formats and proof steps are the server's own (`formats.ts`, `proofWalk.ts`); only
  * the hashing differs, so the tests hold this module to the same answers in Node, which has WebCrypto too.
  */
-import type { TEvent } from '../event';
-import { hashInputOfEvent } from '../eventFields';
-import { type Checkpoint, canonicalEventText, commitmentInput, fromBase64, keyIdInput, type LeafCommit, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, saltBytes, signaturesBy } from './formats';
-import { rootFromInclusion, rootsFromConsistency } from './proofWalk';
-import type { TInclusionProof, TInstallationInclusion } from './schemas';
-import { checkpointBody, cosignatureTime, cosignedMessage, cosignerKeyIdInput, parseCosignerKeyText, splitNote } from './witnessFormats';
+import type { TEvent } from '../domain/event';
+import { hashInputOfEvent } from '../domain/eventFields';
+import { type Checkpoint, canonicalEventText, commitmentInput, fromBase64, keyIdInput, type LeafCommit, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, saltBytes, signaturesBy } from '../domain/ledger/formats';
+import { rootFromInclusion, rootsFromConsistency } from '../domain/ledger/proofWalk';
+import type { TInclusionProof, TInstallationInclusion } from '../domain/ledger/schemas';
+import { checkpointBody, cosignatureTime, cosignedMessage, cosignerKeyIdInput, parseCosignerKeyText, splitNote } from '../domain/ledger/witnessFormats';
 
 type Hash = Uint8Array<ArrayBuffer>;
 
