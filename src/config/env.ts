@@ -6,6 +6,8 @@ import type { StreamOptions } from '../domain/stream';
 
 const capValue = z.coerce.number().int().min(0);
 const positive = z.coerce.number().int().min(1);
+/** The longest interval a Node timer keeps (about 24.8 days): a longer one would fire at once, and on and on. */
+const MAX_TIMER_MS = 2_147_483_647;
 const ZLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 export type LogLevel = z.infer<typeof ZLogLevel>;
 
@@ -51,7 +53,7 @@ const ZEnv = z.object({
   LEDGER_NAME: z.string().regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, 'must be printable ASCII without spaces or +, e.g. ledger.example.com').optional(),
   LEDGER_SIGNING_KEY_FILE: z.string().min(1).optional(),
   LEDGER_CHECKPOINT_INTERVAL_MS: positive.min(10).max(3_600_000).default(1000),
-  LEDGER_AUDIT_INTERVAL_MS: z.coerce.number().int().min(0).default(0),
+  LEDGER_AUDIT_INTERVAL_MS: z.coerce.number().int().min(0).max(MAX_TIMER_MS).default(0),
   LEDGER_WITNESS_POLICY: z.string().min(1).optional(),
   LEDGER_INSTALLATION_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   STREAM_SCAN_INTERVAL_MS: positive.min(100).max(600_000).default(2000),
@@ -67,7 +69,7 @@ const ZEnv = z.object({
   RETENTION_MIN_DAYS: positive.max(36_500).default(30),
   RETENTION_MAX_DAYS: positive.max(36_500).optional(),
   RETENTION_NOTICE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
-  RETENTION_PRUNE_INTERVAL_MS: z.coerce.number().int().min(0).default(3_600_000),
+  RETENTION_PRUNE_INTERVAL_MS: z.coerce.number().int().min(0).max(MAX_TIMER_MS).default(3_600_000),
   VIEWER_FRAME_ANCESTORS: z.string().regex(/^[\x21-\x7e]+( [\x21-\x7e]+)*$/, 'must be CSP sources separated by spaces, e.g. https://app.example.com').default('*'),
 });
 

@@ -49,7 +49,9 @@ export class Instances {
   private readonly owners = new Map<string, Peer>();
   private timer: NodeJS.Timeout | undefined;
   private beats = 0;
-  private beating = false;
+  /** The heartbeat running now, which `leave` waits for (it could otherwise announce this instance again). */
+  private beating: Promise<void> | null = null;
+  private leaving = false;
   /** Entries without a valid MAC, already logged (each is logged once). */
   private readonly refused = new Set<string>();
 
@@ -63,6 +65,7 @@ export class Instances {
   /** Announces this instance, reachable at `url`, and starts the heartbeat. Until then it is alone. */
   async join(url: string): Promise<void> {
     this.self.url = url;
+    this.leaving = false;
     await this.list.add(this.doc());
     await this.refresh();
     this.timer = setInterval(() => void this.beat(), BEAT_MS);
@@ -75,8 +78,10 @@ export class Instances {
    */
   async leave(): Promise<void> {
     const others = this.live.length > 1;
+    this.leaving = true;
     clearInterval(this.timer);
     this.timer = undefined;
+    await this.beating;
     this.setLive([this.self]);
     try {
       await this.list.remove([this.self.id]);
@@ -147,18 +152,19 @@ export class Instances {
     return false;
   }
 
-  private async beat(): Promise<void> {
-    if (this.beating) return;
-    this.beating = true;
+  private beat(): Promise<void> {
+    this.beating ??= this.beatOnce().finally(() => { this.beating = null; });
+    return this.beating;
+  }
+
+  private async beatOnce(): Promise<void> {
     try {
       this.beats++;
       // Another instance deleted us after a long silence (a paused process, say): announce again.
-      if (!(await this.list.beat(this.self.id, this.beats))) await this.list.add(this.doc());
-      await this.refresh();
+      if (!(await this.list.beat(this.self.id, this.beats)) && !this.leaving) await this.list.add(this.doc());
+      if (!this.leaving) await this.refresh();
     } catch (error) {
       this.log.warn({ error: describeDbError(error) }, 'instance heartbeat failed');
-    } finally {
-      this.beating = false;
     }
   }
 

@@ -1,7 +1,8 @@
 /**
  * The composition root: wires repositories and services for one database, and gives each surface what it
  * uses: the API's procedures (`api`, the tRPC context), the HTTP app around them (`http`) and the
- * background jobs (`jobs`). The app, the CLI and the tests all start here; only the tests reach `parts`.
+ * background jobs (`jobs`). The app, the CLI and the tests all start here; `parts` is for the tests (and
+ * main.ts's two needs beside the surfaces: the instance list it joins, whether any organization exists).
  */
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
@@ -261,9 +262,10 @@ export async function createServices(
     return new Lifecycle([
       // Closed last: what the jobs below still send while they stop.
       ...(mailer ? [job('mail', () => undefined, () => { mailer.close(); })] : []),
+      // Only reads: stopped after the ledger's last rounds, so that a long pass cannot hold them up.
+      ...periodic('ledger-audit', settings.ledgerAuditIntervalMs, () => ledgerAudit.runOnce()),
       // Stopped after everything that writes: it integrates what was stored here before the process ends.
       ...(signer ? [job('ledger', () => { integrator.start(); }, () => integrator.stop())] : []),
-      ...periodic('ledger-audit', settings.ledgerAuditIntervalMs, () => ledgerAudit.runOnce()),
       // Stopped once nothing sends it more: lets every write in flight finish, closes the forwarding connections.
       job('ingest', () => undefined, () => ingest.stop()),
       ...periodic('self-audit', settings.selfAuditIntervalMs, () => selfAudit.drainOutbox()),

@@ -55,6 +55,7 @@ export function job(name: string, start: () => void | Promise<void>, stop: () =>
 
 export class Lifecycle {
   private started: Job[] = [];
+  private stopping: Promise<void> | null = null;
 
   constructor(
     private readonly jobs: readonly Job[],
@@ -85,8 +86,16 @@ export class Lifecycle {
     }
   }
 
-  /** Stops the started jobs, last started first; one that fails to stop is logged and the others still stop. */
-  async stop(): Promise<void> {
+  /**
+   * Stops the started jobs, last started first; one that fails to stop is logged and the others still
+   * stop. A second call (a second signal) waits for the first rather than return before it is done.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopAll().finally(() => { this.stopping = null; });
+    return this.stopping;
+  }
+
+  private async stopAll(): Promise<void> {
     const started = this.started.reverse();
     this.started = [];
     for (const each of started) {

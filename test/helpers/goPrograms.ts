@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -86,13 +86,14 @@ export async function goProgram(name: GoProgramName): Promise<string> {
 /**
  * Builds every program whose binary is missing, in parallel. A failed build is reported, not thrown: only
  * the suites that need it fail (each tries again). One that failed for this tree before (no module proxy
- * on this machine, say) is not tried here again, so that no run waits on it for nothing.
+ * on this machine, say) is not tried here again for an hour (outside CI), so that no run waits on it for nothing.
  */
 export async function buildGoPrograms(report: (line: string) => void): Promise<void> {
   await Promise.all(GO_PROGRAM_NAMES.map(async (name) => {
     try {
       const failed = `${await binaryPath(name)}.failed`;
-      if (existsSync(failed)) {
+      // Trusted for an hour, and never in CI: a module proxy that was slow once is tried again.
+      if (!process.env.CI && existsSync(failed) && Date.now() - statSync(failed).mtimeMs < 3_600_000) {
         report(`\n${name}: not built (it failed for this source tree before: ${readFileSync(failed, 'utf8').split('\n')[0]}); its suites try again\n`);
         return;
       }

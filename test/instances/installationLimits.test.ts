@@ -19,12 +19,10 @@ test('a key gets the rate limit from two instances together, not twice it', asyn
   const seconds = (performance.now() - started) / 1000;
   const allowed = results.filter((r) => r.status === 200).length;
   expect(results.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
-  // The burst, plus what the rate refills while the requests ran (each instance rounds its half up by one).
+  // The burst, plus what the rate refills while the requests ran (each instance rounds its half up by one);
+  // per process, each would have given a whole burst and its own refill: about twice that.
   expect(allowed).toBeGreaterThanOrEqual(RATE - 2);
   expect(allowed).toBeLessThanOrEqual(RATE + Math.ceil(RATE * seconds) + 2);
-  // Per process, each would have given a whole burst and its own refill: twice that. (Not `< 2 * RATE`: on a busy
-  // machine the requests take over a second, and the rate's refill alone passes that.)
-  expect(allowed).toBeLessThan(2 * (RATE + Math.floor(RATE * seconds)));
   const refused = results.find((r) => r.status === 429);
   expect(refused?.headers.get('ratelimit-policy')).toBe(`"per-key";q=${RATE};w=1`);
 });

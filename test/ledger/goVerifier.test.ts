@@ -27,7 +27,7 @@ beforeAll(async () => {
   // Built once per source tree (globalSetup; here only if that build failed).
   binary = await goProgram('verifier');
   app = await startTestApp({ label: 'goverifier' });
-}, 330_000);
+}, 660_000);
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
   await app.close();

@@ -52,8 +52,8 @@ async function waitSigned(app: TestApp, org: TestOrg, id: string): Promise<{ tre
   return (await call(`${app.url}/v1/ledger/checkpoint`, { key: org.key })).body;
 }
 
-/** Waits until `tenant`'s log is halted on `app` (its rounds run every 200 ms here), or 30 s. */
-async function halted(app: TestApp, tenant: string): Promise<string | null> {
+/** Waits until `tenant`'s log is halted on `app` (its rounds run every 200 ms here): its reason; fails after 30 s. */
+async function halted(app: TestApp, tenant: string): Promise<string> {
   return eventually(`${tenant}'s log halted`, () => app.services.integrator.haltedReason(tenant), 30_000);
 }
 
