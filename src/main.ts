@@ -98,11 +98,11 @@ async function main(): Promise<void> {
     },
   );
   const wildcard = ['0.0.0.0', '::', ''].includes(config.internalHost);
-  // Left first when stopping: the other instances then write this one's organizations themselves, before its ports close.
+  // Left before the ports close (it stops after them): the other instances then write this one's organizations themselves.
   const membership = job(
     'instance-list',
-    () => parts.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${ports.internalPort}`),
-    () => parts.ingest.instances.leave(),
+    () => http.ingest.instances.join(config.instanceUrl ?? `http://${wildcard ? '127.0.0.1' : hostForUrl(config.internalHost)}:${ports.internalPort}`),
+    () => http.ingest.instances.leave(),
   );
   const lifecycle = jobs(
     {

@@ -2,7 +2,7 @@
  * The composition root: wires repositories and services for one database, and gives each surface what it
  * uses: the API's procedures (`api`, the tRPC context), the HTTP app around them (`http`) and the
  * background jobs (`jobs`). The app, the CLI and the tests all start here; `parts` is for the tests (and
- * main.ts's two needs beside the surfaces: the instance list it joins, whether any organization exists).
+ * for main.ts's start-up hint, which asks whether any organization exists).
  */
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';

@@ -87,24 +87,14 @@ async function consume(path: string, count: number, key = org.key): Promise<{ by
 }
 
 async function measureExport(format: 'json' | 'csv'): Promise<{ bytes: number; lines: number; heapGrowth: number; rssGrowth: number }> {
-  collectGarbage();
-  const baseline = process.memoryUsage();
-  let peakHeap = baseline.heapUsed;
-  let peakRss = baseline.rss;
-  const sampler = setInterval(() => {
-    collectGarbage();
-    const m = process.memoryUsage();
-    peakHeap = Math.max(peakHeap, m.heapUsed);
-    peakRss = Math.max(peakRss, m.rss);
-  }, SAMPLE_EVERY_MS);
-  let bytes = 0;
-  let lines = 0;
-  let objects = 0;
-  try {
+  const { result, heapGrowth, rssGrowth } = await measure(async () => {
     const res = await fetch(`${app.url}/v1/events/export?format=${format}`, { headers: { authorization: `Bearer ${org.key}` } });
     expect(res.status).toBe(200);
     if (!res.body) throw new Error('the export answered without a body');
     const reader = res.body.getReader();
+    let bytes = 0;
+    let lines = 0;
+    let objects = 0;
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
@@ -114,10 +104,9 @@ async function measureExport(format: 'json' | 'csv'): Promise<{ bytes: number; l
         if (byte === 123) objects++; // '{' opens each event (and its metadata)
       }
     }
-  } finally {
-    clearInterval(sampler);
-  }
-  return { bytes, lines: format === 'csv' ? lines : objects, heapGrowth: peakHeap - baseline.heapUsed, rssGrowth: peakRss - baseline.rss };
+    return { bytes, lines: format === 'csv' ? lines : objects };
+  });
+  return { ...result, heapGrowth, rssGrowth };
 }
 
 // Generous deadlines: this measures memory, not speed, and in CI it shares the database with the stream
