@@ -31,5 +31,6 @@ module.exports = {
   ],
   // The suites share one database server; two workers match the two cores CI has.
   maxWorkers: 2,
+  testSequencer: '<rootDir>/test/setup/sequencer.js',
   testTimeout: 120000,
 };
