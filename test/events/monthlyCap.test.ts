@@ -105,6 +105,36 @@ describe('by UTC calendar month of receipt', () => {
   });
 });
 
+describe('an operator\'s cap change (by hand, in the database)', () => {
+  let now = new Date('2026-05-10T12:00:00.000Z');
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ label: 'capchange', clock: { now: () => now } });
+  });
+  afterAll(() => app.close());
+  const later = (ms: number) => { now = new Date(now.getTime() + ms); };
+  const setCap = (org: TestOrg, cap: number) => app.collections.orgs.updateOne({ _id: org.id }, { $set: { monthly_cap: cap } });
+  const create = async (org: TestOrg) => (await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status;
+
+  test('a raised cap applies once the door lets creates through (10 s); a lowered one within a minute', async () => {
+    const org = await app.org({ monthlyCap: 2 });
+    await fill(app.url, org, 2);
+    expect(await create(org)).toBe(429);
+    await setCap(org, 4);
+    // Refused at the door, without a database round, for 10 s.
+    later(9_000);
+    expect(await create(org)).toBe(429);
+    later(1_001);
+    expect(await create(org)).toBe(201);
+    // Lowered under what is stored: the cap read a moment ago (4) still counts for up to a minute.
+    await setCap(org, 1);
+    expect(await create(org)).toBe(201);
+    later(60_000);
+    expect(await create(org)).toBe(429);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(4);
+  });
+});
+
 describe('two independent writers on one database (instances that do not yet see each other)', () => {
   // Two services on one database that have not joined the instance list both write every organization
   // themselves: the unique (tenant, seq) index alone keeps the cap exact and the sequence gapless.
