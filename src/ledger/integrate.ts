@@ -150,6 +150,11 @@ export class LogIntegration {
       state.size = extension.size;
       state.edges = extension.edges;
       state.signedAt = this.states.now();
+      // Signed here: the installation log's append floor follows, so the roll-up does not take the head
+      // it just raised for another instance's progress and load the log again (it did, every round: on
+      // FerretDB each load counted the new entries by a scan of all of them, a cost that grew with the
+      // installation's age; test/ledger/roundReads.test.ts).
+      if (tenant === INSTALLATION) this.entries.signedEntries = Math.max(this.entries.signedEntries ?? 0, extension.size);
       for (const seq of [...state.pending.keys()]) if (seq <= extension.size) state.pending.delete(seq);
       for (const { level, index } of extension.filled) filled.push({ tenant, tile: tileKey(tenant, level, index) });
     }
