@@ -4,7 +4,7 @@
  *
  * Creates queue per organization (tenant). While one round is being written the next gathers, and each
  * round takes a fair share of every waiting tenant's queue (so one tenant's flood cannot push the others
- * out), checks the keys of all of them in one query (their caps are read at most once a second), and
+ * out), checks the keys of all of them in one query (their caps are read at most once a minute), and
  * writes them in one ordered `insertMany` with a journaled, majority write concern. No caller is
  * answered before the write that holds its event has been acknowledged.
  *
@@ -114,9 +114,12 @@ const CAP_RECHECK_MS = 10_000;
  * caps of 1,000 organizations sharing the load cost a point read for nearly every event (939 per 1,000
  * events; the load over them stored 41% of what one organization's did, 76% with caps and the auth
  * shortcut kept a minute). The count against the cap stays exact; a lowered cap applies within this
- * time, a raised one within CAP_RECHECK_MS (a tenant found at its cap reads it again).
+ * time. A raised one applies within CAP_RECHECK_MS: no event is refused on a cap older than
+ * CAP_FRESH_TO_REFUSE_MS (refusals are rare, and pay the read).
  */
 const CAP_CACHE_MS = 60_000;
+/** The oldest a cap may be when the writer refuses an event on it: older, it is read again first. */
+const CAP_FRESH_TO_REFUSE_MS = 1000;
 /** Tenants kept for their known newest events; past this many, idle ones are dropped (found again when needed). */
 const MAX_IDLE_TENANTS = 10_000;
 /** Point reads per round (keys, caps, newest events) in flight at once: a round may hold a thousand tenants. */
@@ -330,7 +333,7 @@ export class EventWriter {
     const ids = [...new Set(pending.map((p) => p.tenant))];
     const [activeKeys] = await Promise.all([
       this.keys.among([...new Set(pending.flatMap((p) => (p.unit.keyHash === null ? [] : [p.unit.keyHash])))]),
-      this.refreshCaps(ids, this.clock.now().getTime()),
+      this.refreshCaps(pending, this.clock.now().getTime()),
       mapLimited(ids.filter((id) => !this.tenant(id).newest), TENANT_READS_IN_FLIGHT, async (id) => {
         const tenant = this.tenant(id);
         // Numbers up to the newest checkpoint the key signed are never given again, whatever the database holds.
@@ -362,10 +365,7 @@ export class EventWriter {
     pending.forEach((owner, i) => {
       const placement = placements[i] as Placement;
       if (placement.capped) {
-        const tenant = this.tenant(owner.tenant);
-        tenant.capped = { month: placement.month, until: now.getTime() + CAP_RECHECK_MS };
-        // Read again at its next round: a raised cap applies as soon as the door lets creates through.
-        tenant.cap = null;
+        this.tenant(owner.tenant).capped = { month: placement.month, until: now.getTime() + CAP_RECHECK_MS };
         owner.reject(capReached(now));
         return;
       }
@@ -433,11 +433,22 @@ export class EventWriter {
     for (const p of pending) p.reject(failure);
   }
 
-  /** The caps of `ids`, read again only for tenants whose cap is older than CAP_CACHE_MS. */
-  private async refreshCaps(ids: string[], nowMs: number): Promise<void> {
-    const stale = ids.filter((id) => {
-      const cap = this.tenant(id).cap;
-      return !cap || nowMs - cap.at >= CAP_CACHE_MS;
+  /**
+   * The caps of the round's tenants, read again where older than CAP_CACHE_MS, or than
+   * CAP_FRESH_TO_REFUSE_MS where the cap in hand looks like refusing some of the round's events (a
+   * tenant whose newest event is not known yet counts none: its cap is read at its first round anyway).
+   */
+  private async refreshCaps(pending: Pending[], nowMs: number): Promise<void> {
+    const month = utcMonth(new Date(nowMs));
+    const demand = new Map<string, number>();
+    for (const p of pending) {
+      if (p.unit.keyHash !== null && !p.unit.capExempt) demand.set(p.tenant, (demand.get(p.tenant) ?? 0) + missing(p).length);
+    }
+    const stale = [...new Set(pending.map((p) => p.tenant))].filter((id) => {
+      const { cap, newest } = this.tenant(id);
+      if (!cap || nowMs - cap.at >= CAP_CACHE_MS) return true;
+      const used = newest?.month === month ? newest.monthSeq : 0;
+      return nowMs - cap.at >= CAP_FRESH_TO_REFUSE_MS && used + (demand.get(id) ?? 0) > cap.value;
     });
     if (stale.length === 0) return;
     const caps = await this.orgs.caps(stale);

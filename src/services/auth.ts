@@ -3,9 +3,10 @@
  * It never throws for a bad key: it says what it found, and each surface answers with its own message.
  *
  * Reads look the key up on every request (concurrent requests with one key share the query).
- * Writes may use a key that was found active in the last few seconds, because the group-commit writer
- * checks every key of a batch again, in one query, right before storing: a revoked key never stores an
- * event, yet a busy ingest path does not pay one lookup per request.
+ * Writes may use a key that was found active in the last minute (the answer says so: `fresh: false`),
+ * and only event writes accept that (trpc/init.ts, `keyCheckedAtCommit`): the group-commit writer checks
+ * every key of a batch again, in one query, right before storing, so a revoked key never stores an
+ * event, yet a busy ingest path does not pay one lookup per request. Every other mutation looks the key up.
  */
 import type { Logger } from 'pino';
 import { bearerToken, hashApiKey, looksLikeApiKey, type Scope, scopesOf } from '../domain/apiKey';
@@ -32,8 +33,8 @@ export type Principal = ApiKeyPrincipal | SessionPrincipal | ViewerPrincipal;
 export type AuthPurpose = 'read' | 'write';
 
 /**
- * How long a key found active authenticates writes without a lookup: the writer checks it again at
- * commit, so this only spares lookups (with 1,000 organizations' keys sharing the load, a 10 s window
+ * How long a key found active authenticates event writes without a lookup: the writer checks it again
+ * at commit, so this only spares lookups (with 1,000 organizations' keys sharing the load, a 10 s window
  * cost one per four events).
  */
 const WRITE_CACHE_MS = 60_000;
@@ -42,7 +43,8 @@ const CACHE_MAX = 10_000;
 export type AuthResult =
   | { kind: 'missing' }
   | { kind: 'invalid' }
-  | { kind: 'ok'; principal: ApiKeyPrincipal };
+  /** `fresh`: looked up now; false when a write was let through on a key found active lately (WRITE_CACHE_MS). */
+  | { kind: 'ok'; principal: ApiKeyPrincipal; fresh: boolean };
 
 export class ApiKeyAuthenticator {
   /**
@@ -77,7 +79,7 @@ export class ApiKeyAuthenticator {
     }
     if (purpose === 'write' && doc !== recent?.doc) this.remember(doc, now);
     this.recordUse(doc, now);
-    return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id, keyHash: doc._id, scopes: scopesOf(doc) } };
+    return { kind: 'ok', principal: { kind: 'apiKey', tenant: doc.org_id, keyId: doc.key_id, keyHash: doc._id, scopes: scopesOf(doc) }, fresh: doc !== recent?.doc };
   }
 
   /** Drops a key from the write shortcut; the writer calls it when it finds a key revoked. */

@@ -28,8 +28,10 @@ export interface WebContext {
 /** What every procedure is called with. */
 export interface Context {
   services: ApiServices;
-  /** What the `Authorization` header gave: the API-key way in. */
+  /** What the `Authorization` header gave: the API-key way in (for a mutation, possibly the write shortcut's answer). */
   auth: AuthResult;
+  /** The key looked up now, whatever the shortcut holds: for mutations the writer does not check again. */
+  authenticateNow: () => Promise<AuthResult>;
   /** The bearer token of `Authorization`, whatever it is: the viewer's way in (a viewer token). */
   bearer: string | undefined;
   /** The cookie jar and client address of a /trpc request; null on /v1. */
@@ -60,6 +62,7 @@ export async function createContext(
     requestId,
     web,
     auth: await services.auth.authenticate(req.headers.authorization, purpose),
+    authenticateNow: () => services.auth.authenticate(req.headers.authorization, 'read'),
     bearer: bearerToken(req.headers.authorization),
     idempotencyKeyHeader: Array.isArray(idempotencyKeyHeader) ? idempotencyKeyHeader.join(', ') : idempotencyKeyHeader,
     answer: { replayed: false },

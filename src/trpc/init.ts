@@ -17,6 +17,11 @@ export type ProcedureMeta = OpenApiMeta & {
   successStatus?: number;
   /** What an API key needs to call it (every API-key procedure names one). */
   scope?: Scope;
+  /**
+   * The event writes: the group-commit writer checks the key again right before storing, so a key found
+   * active lately may authenticate them (services/auth.ts). Every other mutation looks its key up.
+   */
+  keyCheckedAtCommit?: true;
   /** What a member's role needs to call it (every session procedure names one: domain/roles.ts). */
   permission?: Permission;
 };
@@ -63,9 +68,11 @@ export const publicProcedure = t.procedure.use(mapErrors);
  * Requires an API key. Writes and reads answer with different texts, as the spec's table says:
  * creation distinguishes a missing header from a bad key, every read says "Missing or invalid API key".
  */
-export const apiKeyProcedure = publicProcedure.use(({ ctx, type, meta, next }) => {
-  if (ctx.auth.kind !== 'ok') throw authError(ctx.auth.kind, type === 'mutation' ? 'write' : 'read');
-  const principal: ApiKeyPrincipal = ctx.auth.principal;
+export const apiKeyProcedure = publicProcedure.use(async ({ ctx, type, meta, next }) => {
+  // A revoked key must not create a stream, erase or hold events in the minute the write shortcut lasts.
+  const auth = ctx.auth.kind === 'ok' && !ctx.auth.fresh && !meta?.keyCheckedAtCommit ? await ctx.authenticateNow() : ctx.auth;
+  if (auth.kind !== 'ok') throw authError(auth.kind, type === 'mutation' ? 'write' : 'read');
+  const principal: ApiKeyPrincipal = auth.principal;
   requireScope(principal, meta?.scope);
   return next({ ctx: { ...ctx, principal } });
 });

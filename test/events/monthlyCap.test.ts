@@ -116,22 +116,32 @@ describe('an operator\'s cap change (by hand, in the database)', () => {
   const setCap = (org: TestOrg, cap: number) => app.collections.orgs.updateOne({ _id: org.id }, { $set: { monthly_cap: cap } });
   const create = async (org: TestOrg) => (await call(`${app.url}/v1/events`, { key: org.key, body: eventBody() })).status;
 
-  test('a raised cap applies once the door lets creates through (10 s); a lowered one within a minute', async () => {
+  test('a raised cap applies before the old one refuses anything, and within the door\'s 10 s after', async () => {
     const org = await app.org({ monthlyCap: 2 });
-    await fill(app.url, org, 2);
-    expect(await create(org)).toBe(429);
+    await fill(app.url, org, 1); // the cap (2) is read now
     await setCap(org, 4);
+    // Most of a minute later the cap in hand is still 2, and would refuse the third event: it is read again first.
+    later(50_000);
+    await fill(app.url, org, 3);
+    expect(await create(org)).toBe(429);
+    await setCap(org, 5);
     // Refused at the door, without a database round, for 10 s.
     later(9_000);
     expect(await create(org)).toBe(429);
     later(1_001);
     expect(await create(org)).toBe(201);
-    // Lowered under what is stored: the cap read a moment ago (4) still counts for up to a minute.
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(5);
+  });
+
+  test('a lowered cap applies within a minute', async () => {
+    const org = await app.org({ monthlyCap: 6 });
+    await fill(app.url, org, 4);
     await setCap(org, 1);
+    // The cap read a moment ago (6) still has room, and counts for up to a minute.
     expect(await create(org)).toBe(201);
     later(60_000);
     expect(await create(org)).toBe(429);
-    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(4);
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(5);
   });
 });
 

@@ -97,6 +97,31 @@ describe('authentication messages', () => {
     }
   });
 
+  test('a key revoked elsewhere while the write shortcut holds it can make no other change: streams, pauses', async () => {
+    // Revoked by the operator's command line (another process): this instance's shortcut still holds the
+    // key, and only event writes, which the writer checks again, may use it.
+    const frozen = new Date();
+    const own = await startTestApp({ label: 'shortcut', clock: { now: () => frozen } });
+    try {
+      const o = await own.org();
+      const stream = { name: 'exfiltrate', destination: { type: 'webhook', url: 'http://127.0.0.1:9/hook' }, start_seq: 1 };
+      const made = await call(`${own.url}/v1/streams`, { key: o.key, body: { ...stream, name: 'before' } });
+      expect(made.status).toBe(201);
+      expect((await call(`${own.url}/v1/events`, { key: o.key, body: eventBody() })).status).toBe(201);
+      await own.services.stores.apiKeys.revoke(o.keyId, frozen);
+      // Positive control: the shortcut does hold it (a write is authenticated without a lookup).
+      expect((await own.services.auth.authenticate(`Bearer ${o.key}`, 'write')).kind).toBe('ok');
+      const created = await call(`${own.url}/v1/streams`, { key: o.key, body: stream });
+      expect(created.body).toEqual({ message: 'Invalid API key', code: 'INVALID_API_KEY' });
+      const paused = await call(`${own.url}/v1/streams/${String(made.body.id)}/pause`, { key: o.key, body: {} });
+      expect(paused.status).toBe(401);
+      expect(await own.collections.streams.countDocuments({ tenant: o.id })).toBe(1);
+      expect((await own.collections.streams.findOne({ tenant: o.id }))?.paused).toBeFalsy();
+    } finally {
+      await own.close();
+    }
+  });
+
   test('only the SHA-256 of a key is stored, and last use is recorded apart from the key', async () => {
     const doc = await app.collections.apiKeys.findOne({ key_id: a.keyId });
     expect(doc).not.toBeNull();

@@ -8,11 +8,13 @@
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- jest loads this file as CommonJS, untransformed
 const Sequencer = require('@jest/test-sequencer').default;
 
+// The two that move the most data (export memory, the back-fill) are not started together: the model
+// suites run on the other worker meanwhile, so the two share FerretDB for less of their time.
 const LONGEST_FIRST = [
   'test/events/export.memory.test.ts',
-  'test/streams/backfill.test.ts',
   'test/model/promises.test.ts',
   'test/model/regressions.test.ts',
+  'test/streams/backfill.test.ts',
   'test/retention/retention.test.ts',
   'test/streams/takeover.test.ts',
   'test/instances/churn.test.ts',

@@ -6,6 +6,7 @@ import { IDEMPOTENCY_HEADERS, idempotencyKeyOf } from './idempotencyKey';
 export const createEvent = apiKeyProcedure
   .meta({
     scope: 'events:write',
+    keyCheckedAtCommit: true,
     successStatus: 201,
     openapi: {
       method: 'POST',

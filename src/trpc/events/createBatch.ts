@@ -18,6 +18,7 @@ const countedFirst = apiKeyProcedure.use(async ({ ctx, getRawInput, next }) => {
 export const createEventBatch = countedFirst
   .meta({
     scope: 'events:write',
+    keyCheckedAtCommit: true,
     successStatus: 201,
     openapi: {
       method: 'POST',
