@@ -1,8 +1,8 @@
 /** What the benchmark scripts share: starting service processes, loading them, reading their CPU and memory. */
 import autocannon from 'autocannon';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -12,6 +12,28 @@ import { collections } from '../../src/db/database';
 import { OrgRepository } from '../../src/db/orgRepository';
 
 export const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Runs `work` on a git worktree of `commit` (sharing this checkout's node_modules), the baseline side of
+ * an A/B, and removes the worktree after; null, with a line saying so, when the commit is not in this
+ * clone (a shallow one).
+ */
+export async function withBaseline<T>(commit: string, what: string, work: (dir: string) => Promise<T>): Promise<T | null> {
+  const dir = mkdtempSync(join(tmpdir(), 'audit-ledger-baseline-'));
+  try {
+    execFileSync('git', ['worktree', 'add', '--detach', dir, commit], { cwd: ROOT, stdio: 'ignore' });
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    console.log(`${what} skipped: commit ${commit} is not in this clone (git fetch --unshallow)`);
+    return null;
+  }
+  try {
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    return await work(dir);
+  } finally {
+    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
+  }
+}
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 export const CONNECTIONS = 50;
 export const ACTORS = 100;

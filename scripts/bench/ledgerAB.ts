@@ -6,15 +6,11 @@
  * of a shared machine falls on both. There is no switch that turns the ledger off (README), so the
  * code without it is the baseline. `npm run bench` runs it last; `npm run bench:ledger` alone.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { createLogger } from '../../src/logger';
 import { createServices } from '../../src/services/container';
 import { BATCH_SIZE, loadBatches } from './batchIngest';
-import { BENCH_PLAN_CAPS, loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests } from './common';
+import { BENCH_PLAN_CAPS, loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests, withBaseline } from './common';
 import { type ScaleRun, scaleRun } from './scaleOut';
 import { loadConfig } from '../../src/config/env';
 
@@ -72,16 +68,7 @@ async function measureScale(uri: string, dbName: string, cwd: string): Promise<S
 
 /** Runs `pairs` A/B pairs, or null when the baseline commit is not in this clone's history (a shallow clone). */
 export async function measureLedgerAB(uri: string, dbName: string, pairs: number): Promise<ABResult | null> {
-  const dir = mkdtempSync(join(tmpdir(), 'audit-ledger-baseline-'));
-  try {
-    execFileSync('git', ['worktree', 'add', '--detach', dir, BASELINE_COMMIT], { cwd: ROOT, stdio: 'ignore' });
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    console.log(`ledger A/B skipped: commit ${BASELINE_COMMIT} is not in this clone (git fetch --unshallow)`);
-    return null;
-  }
-  try {
-    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return withBaseline(BASELINE_COMMIT, 'ledger A/B', async (dir) => {
     const result: ABResult = { pairs: [] };
     for (let i = 0; i < pairs; i++) {
       const run = (cwd: string, side: string) => measure(uri, `${dbName}_ab${i}_${side}`, cwd);
@@ -99,9 +86,7 @@ export async function measureLedgerAB(uri: string, dbName: string, pairs: number
         `two processes ${SCALE_ORGANIZATIONS.map((n, k) => `(${n} org.) ${runs(without, k).two.perSecond.toFixed(0)} → ${runs(withLedger, k).two.perSecond.toFixed(0)}`).join(', ')} events/s`);
     }
     return result;
-  } finally {
-    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
-  }
+  });
 }
 
 const pct = (r: number) => `${(r * 100).toFixed(0)}%`;

@@ -10,15 +10,11 @@
  *     sharing node_modules), and this checkout as it is. The order alternates between pairs.
  * Not a test: it prints figures and returns them for BENCHMARKS.md.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { ApiKeyRepository } from '../../src/db/apiKeyRepository';
 import { collections, ensureIndexes } from '../../src/db/database';
 import { OrgRepository } from '../../src/db/orgRepository';
-import { BENCH_PLAN_CAPS, BODIES, load, type Load, ROOT, SECONDS, serviceEnv, startProcess, stop } from './common';
+import { BENCH_PLAN_CAPS, BODIES, load, type Load, ROOT, SECONDS, serviceEnv, startProcess, stop, withBaseline } from './common';
 
 /** The ledger's per-organization rounds, before one round integrated every due organization (issue 20). */
 export const ROUNDS_BASELINE = process.env.BENCH_ROUNDS_BASELINE ?? 'a33d566';
@@ -119,43 +115,35 @@ export interface ManyOrganizations {
 
 /** The three-way runs per organization count, `pairs` times each; null when the baseline commit is not in this clone. */
 export async function measureManyOrganizations(uri: string, dbName: string, pairs: number): Promise<ManyOrganizations[] | null> {
-  const dir = mkdtempSync(join(tmpdir(), 'audit-ledger-rounds-'));
-  try {
-    execFileSync('git', ['worktree', 'add', '--detach', dir, ROUNDS_BASELINE], { cwd: ROOT, stdio: 'ignore' });
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    console.log(`many-organizations A/B skipped: commit ${ROUNDS_BASELINE} is not in this clone (git fetch --unshallow)`);
-    return null;
-  }
-  const client = await MongoClient.connect(uri);
-  try {
-    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-    const results: ManyOrganizations[] = [];
-    for (const organizations of ORGANIZATION_COUNTS) {
-      const sum = { organizations, without: 0, before: 0, after: 0 };
-      for (let pair = 0; pair < pairs; pair++) {
-        const sides: [keyof Omit<ManyOrganizations, 'organizations'>, string, Record<string, string>][] = [
-          ['without', ROOT, NO_ROUNDS],
-          ['before', dir, {}],
-          ['after', ROOT, {}],
-        ];
-        if (pair % 2 === 1) sides.reverse();
-        for (const [side, cwd, env] of sides) {
-          const db = `${dbName}_${organizations}_${pair}_${side}`;
-          const keys = await organizationsWithKeys(client, db, organizations, 'Many');
-          sum[side] += await ingestOver(uri, db, keys, cwd, env);
-          await client.db(db).dropDatabase();
+  return withBaseline(ROUNDS_BASELINE, 'many-organizations A/B', async (dir) => {
+    const client = await MongoClient.connect(uri);
+    try {
+      const results: ManyOrganizations[] = [];
+      for (const organizations of ORGANIZATION_COUNTS) {
+        const sum = { organizations, without: 0, before: 0, after: 0 };
+        for (let pair = 0; pair < pairs; pair++) {
+          const sides: [keyof Omit<ManyOrganizations, 'organizations'>, string, Record<string, string>][] = [
+            ['without', ROOT, NO_ROUNDS],
+            ['before', dir, {}],
+            ['after', ROOT, {}],
+          ];
+          if (pair % 2 === 1) sides.reverse();
+          for (const [side, cwd, env] of sides) {
+            const db = `${dbName}_${organizations}_${pair}_${side}`;
+            const keys = await organizationsWithKeys(client, db, organizations, 'Many');
+            sum[side] += await ingestOver(uri, db, keys, cwd, env);
+            await client.db(db).dropDatabase();
+          }
         }
+        const result = { organizations, without: sum.without / pairs, before: sum.before / pairs, after: sum.after / pairs };
+        console.log(`${organizations} organization(s): ${result.without.toFixed(0)} events/s without rounds, ${result.before.toFixed(0)} with the rounds of ${ROUNDS_BASELINE} (${pct(result.before / result.without)}), ${result.after.toFixed(0)} with this checkout's (${pct(result.after / result.without)})`);
+        results.push(result);
       }
-      const result = { organizations, without: sum.without / pairs, before: sum.before / pairs, after: sum.after / pairs };
-      console.log(`${organizations} organization(s): ${result.without.toFixed(0)} events/s without rounds, ${result.before.toFixed(0)} with the rounds of ${ROUNDS_BASELINE} (${pct(result.before / result.without)}), ${result.after.toFixed(0)} with this checkout's (${pct(result.after / result.without)})`);
-      results.push(result);
+      return results;
+    } finally {
+      await client.close();
     }
-    return results;
-  } finally {
-    await client.close();
-    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
-  }
+  });
 }
 
 const pct = (r: number) => `${(r * 100).toFixed(0)}%`;

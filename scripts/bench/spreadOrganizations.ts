@@ -7,12 +7,8 @@
  * git worktree sharing node_modules) in the same run, the order alternating between pairs.
  * Not a test: it prints figures and returns them for BENCHMARKS.md.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { ROOT, serviceEnv, startProcess, stop } from './common';
+import { ROOT, serviceEnv, startProcess, stop, withBaseline } from './common';
 import { organizationsWithKeys, spreadLoad, WARM_UP_SECONDS } from './manyOrganizations';
 
 /** Before the caps and the authentication shortcut were kept a minute. */
@@ -65,33 +61,25 @@ async function measureSide(client: MongoClient, uri: string, dbName: string, cwd
 
 /** Both sides, `pairs` times each; null when the baseline commit is not in this clone. */
 export async function measureSpread(uri: string, dbName: string, pairs: number): Promise<{ baseline: Spread; current: Spread } | null> {
-  const dir = mkdtempSync(join(tmpdir(), 'audit-ledger-spread-'));
-  try {
-    execFileSync('git', ['worktree', 'add', '--detach', dir, SPREAD_BASELINE], { cwd: ROOT, stdio: 'ignore' });
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    console.log(`spread A/B skipped: commit ${SPREAD_BASELINE} is not in this clone (git fetch --unshallow)`);
-    return null;
-  }
-  const client = await MongoClient.connect(uri);
-  try {
-    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-    const runs: Record<'baseline' | 'current', Spread[]> = { baseline: [], current: [] };
-    for (let pair = 0; pair < pairs; pair++) {
-      const sides: ['baseline' | 'current', string][] = [['baseline', dir], ['current', ROOT]];
-      if (pair % 2 === 1) sides.reverse();
-      for (const [side, cwd] of sides) {
-        const result = await measureSide(client, uri, `${dbName}_${pair}_${side}`, cwd);
-        console.log(`${side}: one organization ${result.one.toFixed(0)} events/s; ${ORGANIZATIONS} organizations by ${WINDOW_SECONDS} s window ${result.windows.map((w) => w.toFixed(0)).join(', ')} (warm ${pct(warmOf(result) / result.one)})`);
-        runs[side].push(result);
+  return withBaseline(SPREAD_BASELINE, 'spread A/B', async (dir) => {
+    const client = await MongoClient.connect(uri);
+    try {
+      const runs: Record<'baseline' | 'current', Spread[]> = { baseline: [], current: [] };
+      for (let pair = 0; pair < pairs; pair++) {
+        const sides: ['baseline' | 'current', string][] = [['baseline', dir], ['current', ROOT]];
+        if (pair % 2 === 1) sides.reverse();
+        for (const [side, cwd] of sides) {
+          const result = await measureSide(client, uri, `${dbName}_${pair}_${side}`, cwd);
+          console.log(`${side}: one organization ${result.one.toFixed(0)} events/s; ${ORGANIZATIONS} organizations by ${WINDOW_SECONDS} s window ${result.windows.map((w) => w.toFixed(0)).join(', ')} (warm ${pct(warmOf(result) / result.one)})`);
+          runs[side].push(result);
+        }
       }
+      const average = (list: Spread[]): Spread => ({ one: mean(list.map((s) => s.one)), windows: (list[0]?.windows ?? []).map((_, w) => mean(list.map((s) => s.windows[w] ?? 0))) });
+      return { baseline: average(runs.baseline), current: average(runs.current) };
+    } finally {
+      await client.close();
     }
-    const average = (list: Spread[]): Spread => ({ one: mean(list.map((s) => s.one)), windows: (list[0]?.windows ?? []).map((_, w) => mean(list.map((s) => s.windows[w] ?? 0))) });
-    return { baseline: average(runs.baseline), current: average(runs.current) };
-  } finally {
-    await client.close();
-    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
-  }
+  });
 }
 
 /** BENCHMARKS.md lines. */
