@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'test-artifacts/', '.cache/', 'data/', 'coverage/'] },
+  { ignores: ['**/dist/', 'node_modules/', 'test-artifacts/', '.cache/', 'data/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

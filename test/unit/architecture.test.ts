@@ -133,3 +133,21 @@ test('what the browser runs of the client uses no Node-only module: no node:* im
   });
   expect(nodeOnly).toEqual([]);
 });
+
+test('the client package (packages/client) imports only its own modules: nothing of the server, no Node module, no dependency', () => {
+  const dir = join(__dirname, '..', '..', 'packages', 'client', 'src');
+  const files = readdirSync(dir).filter((name) => name.endsWith('.ts'));
+  expect(files).toEqual(expect.arrayContaining(['index.ts', 'queue.ts', 'rest.ts']));
+  const foreign = files.flatMap((file) => {
+    const text = readFileSync(join(dir, file), 'utf8');
+    const specifiers = [...text.matchAll(/^(?:import '([^']+)'|(?:import|export) [^;]*? from '([^']+)');/gm)].map((m) => (m[1] ?? m[2]) as string);
+    if (file === 'queue.ts') expect(specifiers).toContain('./rest.ts'); // the pattern does find imports
+    return [
+      ...specifiers.filter((s) => !/^\.\/[a-zA-Z]+\.ts$/.test(s)).map((s) => `${file} → ${s}`),
+      ...(/\bBuffer\b|\brequire\(|\bimport\(/.test(text) ? [`${file} uses Buffer, require or import()`] : []),
+    ];
+  });
+  expect(foreign).toEqual([]);
+  const manifest = JSON.parse(readFileSync(join(dir, '..', 'package.json'), 'utf8')) as { dependencies?: object };
+  expect(manifest.dependencies ?? {}).toEqual({});
+});

@@ -1,0 +1,169 @@
+/**
+ * The REST API under `/v1` over `fetch` (Node 20 and browsers alike): one method per route, errors as
+ * `AuditLedgerError` (the API's code and fields) or `NetworkError` (no answer). Each call is one request:
+ * retries are the delivery queue's business (queue.ts), which knows when a retry is safe.
+ */
+import { AuditLedgerError, type ErrorBody, NetworkError } from './errors.ts';
+import type { EventFilters, EventInput, Recorded, StoredEvent } from './types.ts';
+
+export interface ClientOptions {
+  /** The service's base address, without `/v1` (`https://audit.example.com`). */
+  url: string;
+  apiKey: string;
+  /** Another `fetch` (a proxy's, a test's); the global one by default. */
+  fetch?: typeof fetch;
+}
+
+export interface WriteOptions {
+  /** Sent as `Idempotency-Key`: a retry with the same key and body stores nothing twice (docs/api.md, 17). */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/** The organization's newest signed checkpoint (docs/ledger.md, "The API"). */
+export interface Checkpoint {
+  origin: string;
+  tree_size: number;
+  root_hash: string;
+  /** The C2SP signed note. */
+  checkpoint: string;
+}
+
+/** An event's inclusion proof under a signed checkpoint. */
+export interface InclusionProof {
+  event_id: string;
+  leaf_index: number;
+  tree_size: number;
+  leaf: string;
+  inclusion_path: string[];
+  checkpoint: string;
+}
+
+/** A page of the list endpoint. */
+export interface EventPage {
+  data: StoredEvent[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+function retryAfterMsOf(headers: Headers): number | null {
+  const value = headers.get('retry-after');
+  if (value === null) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+async function errorOf(response: Response): Promise<AuditLedgerError> {
+  let body: Partial<ErrorBody> | null = null;
+  try {
+    body = (await response.json()) as Partial<ErrorBody>;
+  } catch {
+    // not JSON (a proxy's page): the status says enough
+  }
+  return new AuditLedgerError(response.status, body, retryAfterMsOf(response.headers));
+}
+
+/** A request's parts besides its method and path. `query`: the filters' values, strings or numbers; undefined ones are left out. */
+interface RequestOptions extends WriteOptions {
+  query?: object;
+  body?: unknown;
+}
+
+export class AuditLedgerClient {
+  private readonly base: string;
+  private readonly apiKey: string;
+  private readonly fetch: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    this.base = options.url.replace(/\/+$/, '');
+    this.apiKey = options.apiKey;
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  /** `POST /v1/events`: one event, with its receipt. */
+  async createEvent(event: EventInput, options: WriteOptions = {}): Promise<Recorded & { replayed: boolean }> {
+    const { body, headers } = await this.send('POST', '/v1/events', { body: event, ...options });
+    const { event: stored, ledger } = body as { event: Recorded['event']; ledger: Recorded['receipt'] };
+    return { event: stored, receipt: ledger, replayed: headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /** `POST /v1/events/batch`: all or none, answered in order. */
+  async createBatch(events: readonly EventInput[], options: WriteOptions = {}): Promise<{ recorded: Recorded[]; replayed: boolean }> {
+    const { body, headers } = await this.send('POST', '/v1/events/batch', { body: { events }, ...options });
+    const answer = body as { events: Recorded['event'][]; ledger: Recorded['receipt'][] };
+    const recorded = answer.events.map((event, i) => ({ event, receipt: answer.ledger[i] as Recorded['receipt'] }));
+    return { recorded, replayed: headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /** `GET /v1/events/:id`. */
+  async getEvent(id: string): Promise<StoredEvent> {
+    return (await this.send('GET', `/v1/events/${encodeURIComponent(id)}`)).body as StoredEvent;
+  }
+
+  /** One page of `GET /v1/events`. */
+  async listPage(filters: EventFilters & { limit?: number; cursor?: string } = {}): Promise<EventPage> {
+    return (await this.send('GET', '/v1/events', { query: filters })).body as EventPage;
+  }
+
+  /** Every event matching `filters`, newest first, page after page as the iteration asks for them. */
+  async *listEvents(filters: EventFilters & { limit?: number } = {}): AsyncGenerator<StoredEvent, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPage({ ...filters, ...(cursor === undefined ? {} : { cursor }) });
+      yield* page.data;
+      cursor = page.has_more && page.next_cursor !== null ? page.next_cursor : undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * `GET /v1/events/export`, streamed: the body as the service sends it (a JSON array or CSV), never held
+   * whole. `treeSize` pins it to one signed tree (docs/ledger.md); the response names it in `treeSize`.
+   */
+  async exportEvents(filters: EventFilters & { format?: 'json' | 'csv'; tree_size?: number } = {}): Promise<{ body: ReadableStream<Uint8Array>; treeSize: number | null }> {
+    const response = await this.request('GET', '/v1/events/export', { query: filters });
+    if (!response.body) throw new NetworkError('the export answered no body');
+    const size = response.headers.get('ledger-tree-size');
+    return { body: response.body, treeSize: size === null ? null : Number(size) };
+  }
+
+  /** `GET /v1/ledger/checkpoint`: the organization's newest signed checkpoint. */
+  async checkpoint(): Promise<Checkpoint> {
+    return (await this.send('GET', '/v1/ledger/checkpoint')).body as Checkpoint;
+  }
+
+  /** `GET /v1/events/:id/proof`: the event's inclusion proof under a signed checkpoint. */
+  async proof(id: string, treeSize?: number): Promise<InclusionProof> {
+    return (await this.send('GET', `/v1/events/${encodeURIComponent(id)}/proof`, { query: { tree_size: treeSize } })).body as InclusionProof;
+  }
+
+  /** One call answered with JSON: the body as the service sent it (its type is the route's, said by each caller). */
+  private async send(method: string, path: string, options: RequestOptions = {}): Promise<{ body: unknown; headers: Headers }> {
+    const response = await this.request(method, path, options);
+    return { body: await response.json(), headers: response.headers };
+  }
+
+  private async request(method: string, path: string, options: RequestOptions): Promise<Response> {
+    const url = new URL(this.base + path);
+    for (const [name, value] of Object.entries(options.query ?? {}) as [string, string | number | undefined][]) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}` };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    let response: Response;
+    try {
+      response = await this.fetch(url, {
+        method,
+        headers,
+        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (error) {
+      throw new NetworkError(`${method} ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    if (!response.ok) throw await errorOf(response);
+    return response;
+  }
+}
