@@ -12,11 +12,17 @@ import type { AddressInfo } from 'node:net';
 import { AuditLedgerClient, AuditLedgerError, DeliveryQueue, type EventInput, QueueFullError, type Recorded, type StoredEvent } from '../../packages/client/src';
 import { startTestApp, type TestApp, uniqueDbName } from '../helpers/harness';
 
-/** A loopback HTTP proxy to `target`; `loseAnswers` answers that many requests by closing the connection after the service answered. */
+/**
+ * A loopback HTTP proxy to `target`. `loseAnswers`: that many requests are answered by closing the
+ * connection once the service answered; `cutAnswers`: that many by the status and headers and a few bytes
+ * of the body, then closing.
+ */
 class FaultyProxy {
   target: string | null = null;
   loseAnswers = 0;
   answersLost = 0;
+  cutAnswers = 0;
+  answersCut = 0;
   forwarded = 0;
   private readonly server: Server;
   url = '';
@@ -35,6 +41,16 @@ class FaultyProxy {
           this.answersLost++;
           answer.resume();
           answer.on('end', () => res.socket?.destroy());
+          return;
+        }
+        if (this.cutAnswers > 0 && answer.statusCode === 201) {
+          this.cutAnswers--;
+          this.answersCut++;
+          answer.once('data', (chunk: Buffer) => {
+            res.writeHead(201, { 'content-type': 'application/json', 'content-length': String(Number(answer.headers['content-length'] ?? 100_000)) });
+            res.write(chunk.subarray(0, 20), () => res.socket?.destroy());
+            answer.resume();
+          });
           return;
         }
         res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -124,6 +140,27 @@ test('2,000 events through the queue, across a restart of the service and lost a
   });
   expect(new Set(results.map((r) => r.event.id)).size).toBe(2000);
   await app.client.db(dbName).dropDatabase();
+});
+
+test('an answer cut after its status, an event changed after record() and one JSON cannot hold: nothing doubled, nothing refused that was stored, nothing blocked', async () => {
+  const app = await startTestApp({ label: 'client_cut' });
+  apps.push(app);
+  const org = await app.org();
+  const proxy = await proxyTo(app);
+  const queue = new DeliveryQueue(new AuditLedgerClient({ url: proxy.url, apiKey: org.key }), { flushIntervalMs: 10, backoff: { initialMs: 10, maxMs: 50 } });
+  // The service stores the batch; the client gets its 201 and the start of its body, then the connection closes.
+  proxy.cutAnswers = 1;
+  const mutable = event(0);
+  const first = [queue.record(mutable), queue.record(event(1))];
+  (mutable.metadata as Record<string, unknown>).i = 'changed after record()'; // a retry must still send the first body
+  const poison = queue.record(event(2, { metadata: { big: 10n } as unknown as Record<string, unknown> }));
+  await expect(poison).rejects.toThrow(TypeError); // refused alone, at once
+  const later = queue.record(event(3));
+  const results = await Promise.all([...first, later]);
+  await queue.close();
+  expect(proxy.answersCut).toBe(1);
+  expect(results.map((r) => (r.event as StoredEvent).metadata.i)).toEqual([0, 1, 3]);
+  expect(await app.collections.events.countDocuments({ tenant: org.id, action: 'client.recorded' })).toBe(3);
 });
 
 test('a refused batch rejects only the events its 400 names; the others are stored', async () => {

@@ -140,7 +140,7 @@ test('the client package (packages/client) imports only its own modules: nothing
   expect(files).toEqual(expect.arrayContaining(['index.ts', 'queue.ts', 'rest.ts']));
   const foreign = files.flatMap((file) => {
     const text = readFileSync(join(dir, file), 'utf8');
-    const specifiers = [...text.matchAll(/^(?:import '([^']+)'|(?:import|export) [^;]*? from '([^']+)');/gm)].map((m) => (m[1] ?? m[2]) as string);
+    const specifiers = [...text.matchAll(/^(?:import ['"]([^'"]+)['"]|(?:import|export) [^;]*? from ['"]([^'"]+)['"]);/gm)].map((m) => (m[1] ?? m[2]) as string);
     if (file === 'queue.ts') expect(specifiers).toContain('./rest.ts'); // the pattern does find imports
     return [
       ...specifiers.filter((s) => !/^\.\/[a-zA-Z]+\.ts$/.test(s)).map((s) => `${file} → ${s}`),

@@ -1,5 +1,5 @@
-/** The client package's retry delays (packages/client/src/backoff.ts): full jitter under a doubling ceiling, never below Retry-After. */
-import { retryDelayMs } from '../../packages/client/src';
+/** The client package's retry delays (packages/client/src/backoff.ts): full jitter under a doubling ceiling, on top of Retry-After, at most an hour. */
+import { MAX_RETRY_DELAY_MS, retryDelayMs } from '../../packages/client/src/backoff.ts';
 
 test('the ceiling doubles with each try up to the maximum, and the delay is a random part of it', () => {
   const options = { initialMs: 100, maxMs: 1000 };
@@ -10,7 +10,12 @@ test('the ceiling doubles with each try up to the maximum, and the delay is a ra
   expect(retryDelayMs(10_000, null, options, 0.5)).toBe(500);
 });
 
-test('never sooner than the service asked', () => {
-  expect(retryDelayMs(1, 2000, { initialMs: 100, maxMs: 1000 }, 0.5)).toBe(2000);
-  expect(retryDelayMs(20, 10, { initialMs: 100, maxMs: 1000 }, 0.5)).toBe(500);
+test('never sooner than the service asked, with jitter on top so that clients told the same do not come back together', () => {
+  expect(retryDelayMs(1, 2000, { initialMs: 100, maxMs: 1000 }, 0.5)).toBe(2050);
+  expect(retryDelayMs(1, 2000, { initialMs: 100, maxMs: 1000 }, 0)).toBe(2000);
+});
+
+test('at most an hour, whatever Retry-After says (a timer cannot wait past 24.8 days and fires at once instead)', () => {
+  expect(retryDelayMs(1, 3_000_000_000, {}, 0.5)).toBe(MAX_RETRY_DELAY_MS);
+  expect(MAX_RETRY_DELAY_MS).toBeLessThan(2 ** 31 - 1);
 });

@@ -6,14 +6,17 @@ export interface BackoffOptions {
   maxMs?: number;
 }
 
+/** No wait is longer than this, whatever a `Retry-After` says (timers cannot wait past 2^31 ms, about 24.8 days). */
+export const MAX_RETRY_DELAY_MS = 3_600_000;
+
 /**
- * "Full jitter" (a random delay up to an exponentially growing ceiling), so that clients cut off
- * together do not come back together; never shorter than the service's `Retry-After`.
- * `attempt` counts from 1; `random` is in [0, 1).
+ * "Full jitter" (a random delay up to an exponentially growing ceiling) added to the service's
+ * `Retry-After`: never sooner than it asked, and clients cut off together (every 503 says 2 s) do not
+ * come back together. At most an hour. `attempt` counts from 1; `random` is in [0, 1).
  */
 export function retryDelayMs(attempt: number, retryAfterMs: number | null, options: BackoffOptions = {}, random: number = Math.random()): number {
   const initial = options.initialMs ?? 200;
   const max = options.maxMs ?? 30_000;
   const ceiling = Math.min(max, initial * 2 ** Math.min(attempt - 1, 30));
-  return Math.max(retryAfterMs ?? 0, Math.round(ceiling * random));
+  return Math.min(MAX_RETRY_DELAY_MS, (retryAfterMs ?? 0) + Math.round(ceiling * random));
 }

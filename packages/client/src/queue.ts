@@ -53,16 +53,32 @@ interface ExitHooks {
   off(event: 'beforeExit', listener: () => void): unknown;
 }
 
+/**
+ * A recorded event and its promise. `settled` is a promise of its own, not one chained on the caller's:
+ * a caller that does not handle a rejection still sees it reported as unhandled.
+ */
 function pending(event: EventInput): { item: Pending; promise: Promise<Recorded> } {
+  let done!: () => void;
+  const settled = new Promise<void>((res) => {
+    done = res;
+  });
   let resolve!: (recorded: Recorded) => void;
   let reject!: (error: Error) => void;
   const promise = new Promise<Recorded>((res, rej) => {
-    resolve = res;
-    reject = rej;
+    resolve = (recorded) => {
+      res(recorded);
+      done();
+    };
+    reject = (error) => {
+      rej(error);
+      done();
+    };
   });
-  const settled = promise.then(() => undefined, () => undefined);
   return { item: { event, resolve, reject, settled }, promise };
 }
+
+/** A whole number option, or its default (a `Number(process.env.X)` may be NaN). */
+const whole = (value: number | undefined, fallback: number) => (value !== undefined && Number.isFinite(value) ? Math.floor(value) : fallback);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -99,10 +115,10 @@ export class DeliveryQueue {
 
   constructor(private readonly client: AuditLedgerClient, options: QueueOptions = {}) {
     this.options = options;
-    this.maxBatch = Math.min(API_MAX_BATCH, Math.max(1, options.maxBatch ?? 100));
-    this.flushIntervalMs = options.flushIntervalMs ?? 500;
-    this.capacity = Math.max(this.maxBatch, options.capacity ?? 10_000);
-    this.concurrency = Math.max(1, options.concurrency ?? 1);
+    this.maxBatch = Math.min(API_MAX_BATCH, Math.max(1, whole(options.maxBatch, 100)));
+    this.flushIntervalMs = Math.max(0, whole(options.flushIntervalMs, 500));
+    this.capacity = Math.max(this.maxBatch, whole(options.capacity, 10_000));
+    this.concurrency = Math.max(1, whole(options.concurrency, 1));
     const hooks = (globalThis as { process?: ExitHooks }).process;
     this.exitHooks = options.flushOnExit !== false && typeof hooks?.on === 'function' ? hooks : null;
     this.exitHooks?.on('beforeExit', this.onExit);
@@ -115,10 +131,20 @@ export class DeliveryQueue {
     return size;
   }
 
-  /** Records `event`: resolves once the service stored it, with its receipt. */
+  /**
+   * Records `event`: resolves once the service stored it, with its receipt. The event is copied as JSON
+   * now: changing the object afterwards changes nothing sent (a retry must send the very body its
+   * Idempotency-Key was first sent with), and one that JSON cannot hold is refused here, alone.
+   */
   record(event: EventInput): Promise<Recorded> {
     if (this.closed) return Promise.reject(new QueueClosedError('the queue is closed'));
-    const { item, promise } = pending(event);
+    let copy: EventInput;
+    try {
+      copy = JSON.parse(JSON.stringify(event)) as EventInput;
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    const { item, promise } = pending(copy);
     if (this.size < this.capacity && this.waiting.length === 0) this.queued.push(item);
     else if (this.waiting.length < this.capacity) this.waiting.push(item);
     else return Promise.reject(new QueueFullError(`the queue holds ${this.capacity} events and as many wait for room`));
@@ -177,6 +203,8 @@ export class DeliveryQueue {
   private async deliver(batch: Pending[]): Promise<void> {
     const key = `${this.keyPrefix}-${++this.batchesFormed}`;
     const events = batch.map((p) => p.event);
+    /** Whether an earlier try may have been stored (no answer, or a 5xx). */
+    let uncertain = false;
     for (let attempt = 1; ; attempt++) {
       try {
         const { recorded } = await this.client.createBatch(events, { idempotencyKey: key });
@@ -184,7 +212,11 @@ export class DeliveryQueue {
         return;
       } catch (caught) {
         const error = caught instanceof Error ? caught : new Error(String(caught));
-        if (error instanceof NetworkError || (error instanceof AuditLedgerError && error.retryable)) {
+        // After a try that may have been stored, a 429 of the cap may be this retry counted beside it
+        // (docs/api.md, 17: "its next retry gets the replay"): retried too, not refused.
+        const retry = error instanceof NetworkError || (error instanceof AuditLedgerError && (error.retryable || (uncertain && error.status === 429)));
+        if (retry) uncertain ||= error instanceof NetworkError || error.status >= 500;
+        if (retry) {
           const delay = retryDelayMs(attempt, error instanceof AuditLedgerError ? error.retryAfterMs : null, this.options.backoff);
           this.options.onRetry?.(error, attempt, delay);
           await sleep(delay);

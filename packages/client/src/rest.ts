@@ -12,6 +12,8 @@ export interface ClientOptions {
   apiKey: string;
   /** Another `fetch` (a proxy's, a test's); the global one by default. */
   fetch?: typeof fetch;
+  /** How long a call may take, answer body included, before it counts as a network error (default 30 s). */
+  timeoutMs?: number;
 }
 
 export interface WriteOptions {
@@ -75,11 +77,13 @@ export class AuditLedgerClient {
   private readonly base: string;
   private readonly apiKey: string;
   private readonly fetch: typeof fetch;
+  private readonly timeoutMs: number;
 
   constructor(options: ClientOptions) {
     this.base = options.url.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.timeoutMs = Number.isFinite(options.timeoutMs) && (options.timeoutMs ?? 0) > 0 ? (options.timeoutMs as number) : 30_000;
   }
 
   /** `POST /v1/events`: one event, with its receipt. */
@@ -141,7 +145,12 @@ export class AuditLedgerClient {
   /** One call answered with JSON: the body as the service sent it (its type is the route's, said by each caller). */
   private async send(method: string, path: string, options: RequestOptions = {}): Promise<{ body: unknown; headers: Headers }> {
     const response = await this.request(method, path, options);
-    return { body: await response.json(), headers: response.headers };
+    try {
+      return { body: await response.json(), headers: response.headers };
+    } catch (error) {
+      // The answer was cut (or garbled) after its status: the request may have been stored. A network error, retried.
+      throw new NetworkError(`${method} ${path}: the answer could not be read: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
   }
 
   private async request(method: string, path: string, options: RequestOptions): Promise<Response> {
@@ -152,13 +161,16 @@ export class AuditLedgerClient {
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}` };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    // Serialized before the try: a body that cannot be JSON is the caller's error, not the network's.
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const timeout = AbortSignal.timeout(this.timeoutMs);
     let response: Response;
     try {
       response = await this.fetch(url, {
         method,
         headers,
-        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-        ...(options.signal ? { signal: options.signal } : {}),
+        ...(body === undefined ? {} : { body }),
+        signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
       });
     } catch (error) {
       throw new NetworkError(`${method} ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
