@@ -6,11 +6,9 @@
  * loopback HTTP proxy that can be pointed at another service (a restart) or lose answers (the service
  * stored the batch, the client never hears it): the faults a network puts in, not a stand-in service.
  */
-import { once } from 'node:events';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import { AuditLedgerClient, AuditLedgerError, DeliveryQueue, type EventInput, QueueFullError, type Recorded, type StoredEvent } from '../../packages/client/src';
-import { startTestApp, type TestApp, uniqueDbName } from '../helpers/harness';
+import { listenOnFreePort, startTestApp, type TestApp, uniqueDbName } from '../helpers/harness';
 
 /**
  * A loopback HTTP proxy to `target`. `loseAnswers`: that many requests are answered by closing the
@@ -24,52 +22,51 @@ class FaultyProxy {
   cutAnswers = 0;
   answersCut = 0;
   forwarded = 0;
-  private readonly server: Server;
+  private server: Server | null = null;
   url = '';
 
-  constructor() {
-    this.server = createServer((req, res) => {
-      const target = this.target;
-      if (!target) {
-        res.socket?.destroy();
+  /** Each request, forwarded to `target` or cut as told. */
+  private readonly forward = (req: IncomingMessage, res: ServerResponse): void => {
+    const target = this.target;
+    if (!target) {
+      res.socket?.destroy();
+      return;
+    }
+    const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
+      this.forwarded++;
+      if (this.loseAnswers > 0) {
+        this.loseAnswers--;
+        this.answersLost++;
+        answer.resume();
+        answer.on('end', () => res.socket?.destroy());
         return;
       }
-      const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
-        this.forwarded++;
-        if (this.loseAnswers > 0) {
-          this.loseAnswers--;
-          this.answersLost++;
+      if (this.cutAnswers > 0 && answer.statusCode === 201) {
+        this.cutAnswers--;
+        this.answersCut++;
+        answer.once('data', (chunk: Buffer) => {
+          res.writeHead(201, { 'content-type': 'application/json', 'content-length': String(Number(answer.headers['content-length'] ?? 100_000)) });
+          res.write(chunk.subarray(0, 20), () => res.socket?.destroy());
           answer.resume();
-          answer.on('end', () => res.socket?.destroy());
-          return;
-        }
-        if (this.cutAnswers > 0 && answer.statusCode === 201) {
-          this.cutAnswers--;
-          this.answersCut++;
-          answer.once('data', (chunk: Buffer) => {
-            res.writeHead(201, { 'content-type': 'application/json', 'content-length': String(Number(answer.headers['content-length'] ?? 100_000)) });
-            res.write(chunk.subarray(0, 20), () => res.socket?.destroy());
-            answer.resume();
-          });
-          return;
-        }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.socket?.destroy());
-      req.pipe(upstream);
+        });
+        return;
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
     });
-  }
+    upstream.on('error', () => res.socket?.destroy());
+    req.pipe(upstream);
+  };
 
   async start(): Promise<void> {
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    ({ server: this.server, url: this.url } = await listenOnFreePort(this.forward));
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => { resolve(); }));
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => { resolve(); }));
   }
 }
 
