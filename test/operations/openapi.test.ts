@@ -1,5 +1,7 @@
 /** openapi.json is generated from the router; a stale committed file fails here. */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderOpenApiDocument } from '../../src/http/openapiDocument';
 import { startTestApp, type TestApp } from '../helpers/harness';
@@ -8,6 +10,17 @@ const committed = readFileSync(join(__dirname, '..', '..', 'openapi.json'), 'utf
 
 test('the committed openapi.json is what the router generates (run `npm run openapi:generate`)', () => {
   expect(committed).toBe(renderOpenApiDocument());
+});
+
+test('the client package\'s types are what openapi-typescript generates from it (run `npm run openapi:generate`)', () => {
+  const root = join(__dirname, '..', '..');
+  const dir = mkdtempSync(join(tmpdir(), 'openapi-ts-'));
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'), join(root, 'openapi.json'), '--output', join(dir, 'openapi.ts')], { stdio: 'ignore' });
+    expect(readFileSync(join(root, 'packages', 'client', 'src', 'openapi.ts'), 'utf8')).toBe(readFileSync(join(dir, 'openapi.ts'), 'utf8'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('it describes every /v1 operation with the spec statuses', () => {

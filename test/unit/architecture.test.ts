@@ -116,8 +116,9 @@ test('the client imports nothing of ours outside domain/ and itself', () => {
 });
 
 test('what the browser runs of the client uses no Node-only module: no node:* import, no Buffer', () => {
-  // The client's files the dashboard imports, and everything they import in turn.
-  const entries = [...new Set(dashboardImports().filter((file) => file.startsWith('client/')).map((file) => `${file}.ts`))];
+  // The client's files the dashboard imports and those the client package bundles, and everything they import in turn.
+  const entries = [...new Set([...dashboardImports().filter((file) => file.startsWith('client/')).map((file) => `${file}.ts`), ...packageCoreImports()])];
+  expect(entries).toContain('domain/ledger/witnessFormats.ts');
   expect(entries).toEqual(expect.arrayContaining(['client/webVerify.ts', 'client/retentionCheck.ts']));
   const browser = new Set<string>();
   const visit = (file: string) => {
@@ -134,20 +135,35 @@ test('what the browser runs of the client uses no Node-only module: no node:* im
   expect(nodeOnly).toEqual([]);
 });
 
-test('the client package (packages/client) imports only its own modules: nothing of the server, no Node module, no dependency', () => {
-  const dir = join(__dirname, '..', '..', 'packages', 'client', 'src');
-  const files = readdirSync(dir).filter((name) => name.endsWith('.ts'));
-  expect(files).toEqual(expect.arrayContaining(['index.ts', 'queue.ts', 'rest.ts']));
-  const foreign = files.flatMap((file) => {
-    const text = readFileSync(join(dir, file), 'utf8');
-    const specifiers = [...text.matchAll(/^(?:import ['"]([^'"]+)['"]|(?:import|export) [^;]*? from ['"]([^'"]+)['"]);/gm)].map((m) => (m[1] ?? m[2]) as string);
-    if (file === 'queue.ts') expect(specifiers).toContain('./rest.ts'); // the pattern does find imports
-    return [
-      ...specifiers.filter((s) => !/^\.\/[a-zA-Z]+\.ts$/.test(s)).map((s) => `${file} → ${s}`),
-      ...(/\bBuffer\b|\brequire\(|\bimport\(/.test(text) ? [`${file} uses Buffer, require or import()`] : []),
-    ];
-  });
+const PACKAGE_SRC = join(__dirname, '..', '..', 'packages', 'client', 'src');
+
+/** Each import of the client package's sources: file, specifier, and whether it is for types only. */
+function packageImports(): { file: string; specifier: string; typeOnly: boolean }[] {
+  return readdirSync(PACKAGE_SRC)
+    .filter((name) => name.endsWith('.ts'))
+    .flatMap((file) => [...readFileSync(join(PACKAGE_SRC, file), 'utf8').matchAll(/^(import|export)( type)? [^;]*? from ['"]([^'"]+)['"];/gm)].map((m) => ({ file, specifier: m[3] as string, typeOnly: m[2] !== undefined })));
+}
+
+/** The files of src/ the client package bundles (its run-time imports of the verification core). */
+function packageCoreImports(): string[] {
+  return packageImports().filter((i) => !i.typeOnly && i.specifier.startsWith('../')).map((i) => relative(SRC, resolve(PACKAGE_SRC, i.specifier)));
+}
+
+test('the client package (packages/client) imports its own modules and, of the service, only the browser-safe verification core, and the router as a type', () => {
+  const imports = packageImports();
+  expect(imports).toContainEqual({ file: 'rest.ts', specifier: './errors.ts', typeOnly: false }); // the pattern does find imports
+  expect(imports).toContainEqual({ file: 'queue.ts', specifier: './rest.ts', typeOnly: true });
+  const foreign = imports
+    .filter(({ file, specifier, typeOnly }) => {
+      if (/^\.\/[a-zA-Z]+\.ts$/.test(specifier)) return false;
+      if (file === 'router.ts' && typeOnly && specifier === '../../../src/trpc/router.ts') return false;
+      return typeOnly || !/^\.\.\/\.\.\/\.\.\/src\/(client|domain)\//.test(specifier);
+    })
+    .map(({ file, specifier }) => `${file} → ${specifier}`);
   expect(foreign).toEqual([]);
-  const manifest = JSON.parse(readFileSync(join(dir, '..', 'package.json'), 'utf8')) as { dependencies?: object };
+  expect(packageCoreImports()).toEqual(expect.arrayContaining(['client/webVerify.ts']));
+  const own = readdirSync(PACKAGE_SRC).filter((name) => name.endsWith('.ts') && /\bBuffer\b|\brequire\(|\bimport\(/.test(readFileSync(join(PACKAGE_SRC, name), 'utf8')));
+  expect(own).toEqual([]);
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_SRC, '..', 'package.json'), 'utf8')) as { dependencies?: object };
   expect(manifest.dependencies ?? {}).toEqual({});
 });

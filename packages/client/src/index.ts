@@ -1,6 +1,8 @@
-/** `@audit-ledger/client`: the REST API, typed, and a delivery queue that never loses or doubles an event. */
+/** `@audit-ledger/client`: the REST API, typed; a delivery queue that never loses or doubles an event; receipts verified here. */
 export { type BackoffOptions, retryDelayMs } from './backoff.ts';
 export { AuditLedgerError, type ErrorBody, NetworkError, QueueClosedError, QueueFullError } from './errors.ts';
 export { DeliveryQueue, type QueueOptions } from './queue.ts';
-export { AuditLedgerClient, type Checkpoint, type ClientOptions, type EventPage, type InclusionProof, type WriteOptions } from './rest.ts';
-export type { EventFilters, EventInput, LedgerReceipt, Recorded, RemovedEvent, RemovedReceipt, StoredEvent } from './types.ts';
+export { AuditLedgerClient, type ClientOptions, type WriteOptions } from './rest.ts';
+export type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, InstallationInclusion, LedgerReceipt, Recorded, RemovedEvent, RemovedReceipt, StoredEvent } from './types.ts';
+export { ReceiptVerifier, type SeenCheckpoint, type SeenStore, VerificationError, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
+export type { components, operations, paths } from './openapi.ts';

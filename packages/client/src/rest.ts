@@ -4,7 +4,9 @@
  * retries are the delivery queue's business (queue.ts), which knows when a retry is safe.
  */
 import { AuditLedgerError, type ErrorBody, NetworkError } from './errors.ts';
-import type { EventFilters, EventInput, Recorded, StoredEvent } from './types.ts';
+import type { operations } from './openapi.ts';
+import type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, Recorded, StoredEvent } from './types.ts';
+import { ReceiptVerifier, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
 
 export interface ClientOptions {
   /** The service's base address, without `/v1` (`https://audit.example.com`). */
@@ -14,6 +16,8 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** How long a call may take, answer body included, before it counts as a network error (default 30 s). */
   timeoutMs?: number;
+  /** What `verifyReceipts()` checks against: the pinned verifier key, a witness policy, where to keep what it saw. */
+  verify?: VerifyOptions;
 }
 
 export interface WriteOptions {
@@ -22,31 +26,12 @@ export interface WriteOptions {
   signal?: AbortSignal;
 }
 
-/** The organization's newest signed checkpoint (docs/ledger.md, "The API"). */
-export interface Checkpoint {
-  origin: string;
-  tree_size: number;
-  root_hash: string;
-  /** The C2SP signed note. */
-  checkpoint: string;
-}
-
-/** An event's inclusion proof under a signed checkpoint. */
-export interface InclusionProof {
-  event_id: string;
-  leaf_index: number;
-  tree_size: number;
-  leaf: string;
-  inclusion_path: string[];
-  checkpoint: string;
-}
-
-/** A page of the list endpoint. */
-export interface EventPage {
-  data: StoredEvent[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+/** What an operation answers on success (openapi.json's 200 or 201 body). */
+type Answer<Id extends keyof operations> = operations[Id]['responses'] extends infer R
+  ? R extends { 200: { content: { 'application/json': infer A } } } ? A : R extends { 201: { content: { 'application/json': infer A } } } ? A : never
+  : never;
+/** What an operation takes as its JSON body. */
+type BodyOf<Id extends keyof operations> = operations[Id]['requestBody'] extends { content: { 'application/json': infer B } } | undefined ? B : never;
 
 function retryAfterMsOf(headers: Headers): number | null {
   const value = headers.get('retry-after');
@@ -78,12 +63,14 @@ export class AuditLedgerClient {
   private readonly apiKey: string;
   private readonly fetch: typeof fetch;
   private readonly timeoutMs: number;
+  private readonly verifier: ReceiptVerifier | null;
 
   constructor(options: ClientOptions) {
     this.base = options.url.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeoutMs = Number.isFinite(options.timeoutMs) && (options.timeoutMs ?? 0) > 0 ? (options.timeoutMs as number) : 30_000;
+    this.verifier = options.verify ? new ReceiptVerifier(this, options.verify) : null;
   }
 
   /** `POST /v1/events`: one event, with its receipt. */
@@ -132,15 +119,62 @@ export class AuditLedgerClient {
     return { body: response.body, treeSize: size === null ? null : Number(size) };
   }
 
-  /** `GET /v1/ledger/checkpoint`: the organization's newest signed checkpoint. */
-  async checkpoint(): Promise<Checkpoint> {
-    return (await this.send('GET', '/v1/ledger/checkpoint')).body as Checkpoint;
+  /** `GET /v1/ledger/key`: the key name and verifier key of the service's signed notes (pin it out of band too). */
+  async ledgerKey(): Promise<Answer<'ledger-key'>> {
+    return (await this.send('GET', '/v1/ledger/key')).body as Answer<'ledger-key'>;
+  }
+
+  /** `GET /v1/ledger/checkpoint`: the organization's newest signed checkpoint, with its inclusion in the installation log. */
+  async checkpoint(installationSize?: number): Promise<Checkpoint> {
+    return (await this.send('GET', '/v1/ledger/checkpoint', { query: { installation_size: installationSize } })).body as Checkpoint;
+  }
+
+  /** `GET /v1/ledger/consistency`: that the tree of `from` events is a prefix of the one of `to` (default: the newest). */
+  async consistency(from: number, to?: number): Promise<ConsistencyProof> {
+    return (await this.send('GET', '/v1/ledger/consistency', { query: { from, to } })).body as ConsistencyProof;
   }
 
   /** `GET /v1/events/:id/proof`: the event's inclusion proof under a signed checkpoint. */
   async proof(id: string, treeSize?: number): Promise<InclusionProof> {
     return (await this.send('GET', `/v1/events/${encodeURIComponent(id)}/proof`, { query: { tree_size: treeSize } })).body as InclusionProof;
   }
+
+  /**
+   * Proves the receipts of recorded events (verify.ts): each event included under a checkpoint signed by
+   * the pinned key, consistent with every checkpoint verified before, witnessed when a policy is given.
+   * Throws VerificationError, with what failed, when the service's answers do not prove them.
+   */
+  async verifyReceipts(receipts: readonly Recorded[]): Promise<VerifiedReceipts> {
+    if (!this.verifier) throw new TypeError('verifyReceipts needs the client\'s `verify` option: the verifier key to check against');
+    return this.verifier.verify(receipts);
+  }
+
+  /** The log streams (docs/streams.md): create, read, pause, resume, test, retry, delete. */
+  readonly streams = {
+    create: async (stream: BodyOf<'streams-create'>) => (await this.send('POST', '/v1/streams', { body: stream })).body as Answer<'streams-create'>,
+    list: async () => (await this.send('GET', '/v1/streams')).body as Answer<'streams-list'>,
+    get: async (id: string) => (await this.send('GET', `/v1/streams/${encodeURIComponent(id)}`)).body as Answer<'streams-get'>,
+    pause: async (id: string) => (await this.send('POST', `/v1/streams/${encodeURIComponent(id)}/pause`)).body as Answer<'streams-pause'>,
+    resume: async (id: string) => (await this.send('POST', `/v1/streams/${encodeURIComponent(id)}/resume`)).body as Answer<'streams-resume'>,
+    test: async (id: string) => (await this.send('POST', `/v1/streams/${encodeURIComponent(id)}/test`)).body as Answer<'streams-test'>,
+    retry: async (id: string) => (await this.send('POST', `/v1/streams/${encodeURIComponent(id)}/retry`)).body as Answer<'streams-retry'>,
+    delete: async (id: string) => (await this.send('DELETE', `/v1/streams/${encodeURIComponent(id)}`)).body as Answer<'streams-delete'>,
+  };
+
+  /** `POST /v1/viewer-tokens`: a short-lived token for an end user's view of one organization's trail. */
+  async createViewerToken(token: BodyOf<'viewerTokens-create'>): Promise<Answer<'viewerTokens-create'>> {
+    return (await this.send('POST', '/v1/viewer-tokens', { body: token })).body as Answer<'viewerTokens-create'>;
+  }
+
+  /** Retention (docs/retention.md): the policy, legal holds and erasures. */
+  readonly retention = {
+    get: async () => (await this.send('GET', '/v1/retention')).body as Answer<'retention-get'>,
+    setPolicy: async (policy: BodyOf<'retention-setPolicy'>) => (await this.send('PUT', '/v1/retention/policy', { body: policy })).body as Answer<'retention-setPolicy'>,
+    listHolds: async () => (await this.send('GET', '/v1/retention/holds')).body as Answer<'retention-holds-list'>,
+    placeHold: async (hold: BodyOf<'retention-holds-place'>) => (await this.send('POST', '/v1/retention/holds', { body: hold })).body as Answer<'retention-holds-place'>,
+    releaseHold: async (id: string) => (await this.send('DELETE', `/v1/retention/holds/${encodeURIComponent(id)}`)).body as Answer<'retention-holds-release'>,
+    erase: async (erasure: BodyOf<'retention-erase'>) => (await this.send('POST', '/v1/retention/erasures', { body: erasure })).body as Answer<'retention-erase'>,
+  };
 
   /** One call answered with JSON: the body as the service sent it (its type is the route's, said by each caller). */
   private async send(method: string, path: string, options: RequestOptions = {}): Promise<{ body: unknown; headers: Headers }> {

@@ -1,73 +1,37 @@
 /**
- * The API's shapes as a client sends and receives them (docs/api.md; `/docs` on a running service is the
- * reference of every field). Written here, not imported from the server, so that the package has no
- * dependency on the server's code.
+ * The API's shapes, named: each is the schema of openapi.json as openapi-typescript generates it
+ * (`openapi.ts`, rewritten by `npm run openapi:generate` and checked by a test), so the client cannot
+ * drift from the service it calls and depends on none of its code.
  */
+import type { components, operations } from './openapi.ts';
+
+type Schemas = components['schemas'];
 
 /** The body of `POST /v1/events` (interface.md §4.1). */
-export interface EventInput {
-  actor: { id: string; name?: string; email?: string };
-  action: string;
-  resource: { type: string; id: string; name?: string };
-  metadata?: Record<string, unknown>;
-  organization_id?: string;
-  /** ISO 8601; the time the service receives the event when left out. */
-  timestamp?: string;
-}
-
+export type EventInput = Schemas['CreateEventInput'];
 /** An event as stored and returned (interface.md §2.1). */
-export interface StoredEvent {
-  id: string;
-  timestamp: string;
-  actor_id: string;
-  actor_name?: string | null;
-  actor_email?: string | null;
-  action: string;
-  resource_type: string;
-  resource_id: string;
-  resource_name?: string | null;
-  metadata: Record<string, unknown>;
-  organization_id: string;
-  api_key_id?: string | null;
-}
-
+export type StoredEvent = Schemas['Event'];
 /** Where an event is in its organization's Merkle tree and what its leaf commits to (docs/ledger.md). */
-export interface LedgerReceipt {
-  seq: number;
-  leaf_index: number;
-  event_sha256: string;
-  event_commitment?: string;
-  salt?: string;
-}
-
+export type LedgerReceipt = Schemas['LedgerReceipt'];
 /**
  * What a replayed write answers for an event removed under retention since it was first stored
  * (docs/api.md, "A replay after a removal"): its id and removal, and the receipt's number.
  */
-export interface RemovedEvent {
-  id: string;
-  removed: 'pruned' | 'erased';
-  removed_by: number;
-}
-export interface RemovedReceipt {
-  seq: number;
-  leaf_index: number;
-  removed: true;
-}
+export type RemovedEvent = Schemas['RemovedEvent'];
+export type RemovedReceipt = Schemas['RemovedReceipt'];
+/** A page of the list endpoint. */
+export type EventPage = Schemas['EventPage'];
+/** The organization's newest signed checkpoint, with its inclusion in the installation log once there is one. */
+export type Checkpoint = Schemas['LedgerCheckpoint'];
+export type InstallationInclusion = Schemas['InstallationInclusion'];
+/** An event's inclusion proof under a signed checkpoint. */
+export type InclusionProof = Schemas['InclusionProof'];
+export type ConsistencyProof = Schemas['ConsistencyProof'];
+/** The list endpoint's filters (docs/api.md, "List"). */
+export type EventFilters = Omit<NonNullable<operations['events-list']['parameters']['query']>, 'cursor' | 'limit'>;
 
 /** A stored event with its receipt: what each recorded event resolves with. */
 export interface Recorded {
   event: StoredEvent | RemovedEvent;
   receipt: LedgerReceipt | RemovedReceipt;
-}
-
-/** The list endpoint's filters (docs/api.md, "List"). */
-export interface EventFilters {
-  actor_id?: string;
-  action?: string;
-  resource_type?: string;
-  resource_id?: string;
-  organization_id?: string;
-  start_date?: string;
-  end_date?: string;
 }

@@ -1,0 +1,192 @@
+/**
+ * Receipts verified in the application that sent the events, not only by the service's CLI: each
+ * recorded event is a leaf of a checkpoint signed by the key the application pinned, that checkpoint
+ * extends every one this client saw before (it can persist them), and, with a witness policy, the
+ * installation checkpoint that includes it is cosigned by a quorum of witnesses. The checks are the
+ * service's own verification core (src/client/webVerify.ts, bundled into this package) on WebCrypto.
+ */
+import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
+import { parsePolicy, type Policy, quorumMet } from '../../../src/domain/ledger/witnessFormats.ts';
+import { AuditLedgerError } from './errors.ts';
+import type { Checkpoint, ConsistencyProof, InclusionProof, Recorded, StoredEvent } from './types.ts';
+
+/** The newest checkpoint a client has verified: what it keeps between runs. */
+export interface SeenCheckpoint {
+  origin: string;
+  tree_size: number;
+  /** The signed note, verified again when loaded. */
+  checkpoint: string;
+}
+
+/** Where the seen checkpoint is kept: a file, a database row, anything (both may be async). */
+export interface SeenStore {
+  load(): SeenCheckpoint | null | Promise<SeenCheckpoint | null>;
+  save(seen: SeenCheckpoint): void | Promise<void>;
+}
+
+export interface VerifyOptions {
+  /** The service's verifier key (`GET /v1/ledger/key` answers it; pin it from somewhere you trust). */
+  verifierKey: string;
+  /** A c2sp.org/tlog-policy text (`witness` and `quorum` lines): the checkpoint must be witnessed by its quorum. */
+  witnessPolicy?: string;
+  /** Keeps the newest checkpoint verified, so that the next run checks the log only grew since. */
+  seen?: SeenStore;
+  /** How long to wait for a checkpoint that includes every receipt (and is witnessed) before failing (default 60 s). */
+  waitMs?: number;
+  /** How many proofs are fetched at a time (default 8). */
+  concurrency?: number;
+}
+
+/** What a verification found when every check passed. */
+export interface VerifiedReceipts {
+  /** Receipts whose events were proven included. */
+  verified: number;
+  /** Receipts of events removed under retention since (answered by a replay): nothing left to prove. */
+  removed: number;
+  /** The signed checkpoint they were proven under. */
+  treeSize: number;
+  /** The witnesses whose cosignatures verified (with a witness policy). */
+  cosigned: string[];
+}
+
+/** A check failed: the service's answers do not prove what its receipts said. Alert on it. */
+export class VerificationError extends Error {
+  override readonly name = 'VerificationError';
+  readonly failures: string[];
+
+  constructor(failures: string[]) {
+    super(`the receipts did not verify: ${failures.join('; ')}`);
+    this.failures = failures;
+  }
+}
+
+/** What the verifier needs of the REST client (AuditLedgerClient has it). */
+export interface ProofSource {
+  checkpoint(): Promise<Checkpoint>;
+  consistency(from: number, to?: number): Promise<ConsistencyProof>;
+  proof(id: string, treeSize?: number): Promise<InclusionProof>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type SignedCheckpoint = Awaited<ReturnType<typeof openCheckpoint>>;
+
+/** The checkpoint in a note signed by the pinned key; a note it did not sign fails verification. */
+async function opened(note: string, verifier: WebVerifier, what: string): Promise<SignedCheckpoint> {
+  try {
+    return await openCheckpoint(note, verifier);
+  } catch (error) {
+    throw new VerificationError([`${what} is not signed by ${verifier.name}'s pinned key: ${error instanceof Error ? error.message : String(error)}`]);
+  }
+}
+
+function isRemoved(recorded: Recorded): boolean {
+  return 'removed' in recorded.receipt || 'removed' in recorded.event;
+}
+
+/** Checks receipts against one service, remembering the newest checkpoint it verified. */
+export class ReceiptVerifier {
+  private readonly options: VerifyOptions;
+  private readonly policy: Policy | null;
+  private verifier: Promise<WebVerifier> | null = null;
+  /** The newest checkpoint verified (loaded from `seen` on first use). */
+  private seen: { checkpoint: SignedCheckpoint; note: string } | null | undefined;
+
+  constructor(
+    private readonly source: ProofSource,
+    options: VerifyOptions,
+  ) {
+    this.options = options;
+    // Parsed at once: a wrong policy is the application's mistake, told at construction.
+    this.policy = options.witnessPolicy === undefined ? null : parsePolicy(options.witnessPolicy);
+  }
+
+  /** Verifies `receipts` (as recorded: the write's event and receipt); throws VerificationError if any check fails. */
+  async verify(receipts: readonly Recorded[]): Promise<VerifiedReceipts> {
+    const verifier = await (this.verifier ??= importVerifier(this.options.verifierKey));
+    const live = receipts.filter((r) => !isRemoved(r));
+    const { answer, checkpoint } = await this.covering(verifier, Math.max(0, ...live.map((r) => r.receipt.seq)));
+    const failures: string[] = [];
+    await this.extendsSeen(checkpoint, verifier, failures);
+
+    let next = 0;
+    const proveOne = async () => {
+      while (next < live.length) {
+        const { event, receipt } = live[next++] as Recorded & { event: StoredEvent };
+        const proof = await this.source.proof(event.id, checkpoint.size);
+        const found = await verifyEventInclusion(event, proof, verifier).catch((error: unknown) => {
+          throw new VerificationError([`event ${event.id}: its proof's checkpoint is not signed by the pinned key: ${error instanceof Error ? error.message : String(error)}`]);
+        });
+        failures.push(...found.failures.map((f) => `event ${event.id}: ${f}`));
+        if (proof.leaf_index !== receipt.leaf_index || ('event_sha256' in receipt && proof.event_sha256 !== receipt.event_sha256)) {
+          failures.push(`event ${event.id}: its proof is of another leaf than its receipt (${proof.leaf_index}, not ${receipt.leaf_index})`);
+        }
+        if (found.checkpoint.origin !== checkpoint.origin || found.checkpoint.size !== checkpoint.size || !sameBytes(found.checkpoint.root, checkpoint.root)) {
+          failures.push(`event ${event.id}: proven under another tree than the checkpoint of ${checkpoint.size}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.options.concurrency ?? 8) }, proveOne));
+
+    let cosigned: string[] = [];
+    if (this.policy && answer.installation) {
+      const witnessed = await verifyWitnessed(answer.checkpoint, answer.installation, verifier, this.policy.witnesses.map((w) => ({ name: w.name, verifier_key: w.keyText })));
+      cosigned = witnessed.cosigned;
+      failures.push(...witnessed.failures);
+      if (!quorumMet(this.policy, new Set(cosigned))) failures.push(`cosigned by ${cosigned.join(', ') || 'no witness of the policy'}: the policy's quorum (${this.policy.quorum}) is not met`);
+    }
+    if (failures.length > 0) throw new VerificationError(failures);
+
+    this.seen = { checkpoint, note: answer.checkpoint };
+    await this.options.seen?.save({ origin: checkpoint.origin, tree_size: checkpoint.size, checkpoint: answer.checkpoint });
+    return { verified: live.length, removed: receipts.length - live.length, treeSize: checkpoint.size, cosigned };
+  }
+
+  /**
+   * The newest signed checkpoint once it includes `seq` (and, with a policy, sits in an installation
+   * checkpoint): the ledger signs within a round of a write, and witnesses cosign within theirs.
+   */
+  private async covering(verifier: WebVerifier, seq: number) {
+    const deadline = Date.now() + (this.options.waitMs ?? 60_000);
+    for (;;) {
+      // 404 until the organization's first checkpoint is signed.
+      const answer = await this.source.checkpoint().catch((error: unknown) => {
+        if (error instanceof AuditLedgerError && error.status === 404) return null;
+        throw error;
+      });
+      const checkpoint = answer && (await opened(answer.checkpoint, verifier, 'the newest checkpoint'));
+      const witnessed = !this.policy || (answer?.installation?.witnessed ?? false);
+      if (answer && checkpoint && checkpoint.size >= seq && witnessed) return { answer, checkpoint };
+      if (Date.now() >= deadline) {
+        throw new VerificationError([!checkpoint || checkpoint.size < seq
+          ? `the newest signed checkpoint has ${checkpoint?.size ?? 0} events: sequence number ${seq} is not in it`
+          : `no installation checkpoint witnessed by the policy's quorum includes the checkpoint of ${checkpoint.size}`]);
+      }
+      await sleep(500);
+    }
+  }
+
+  /** Records a failure unless `checkpoint` is the seen one or extends it (a consistency proof from the service). */
+  private async extendsSeen(checkpoint: SignedCheckpoint, verifier: WebVerifier, failures: string[]): Promise<void> {
+    if (this.seen === undefined) {
+      const stored = await this.options.seen?.load();
+      this.seen = stored ? { checkpoint: await opened(stored.checkpoint, verifier, 'the checkpoint seen before'), note: stored.checkpoint } : null;
+    }
+    if (this.seen === null) return;
+    const older = this.seen.checkpoint;
+    if (older.origin !== checkpoint.origin) {
+      failures.push(`the checkpoint is of ${checkpoint.origin}, the one seen before of ${older.origin}`);
+      return;
+    }
+    if (older.size > checkpoint.size) {
+      failures.push(`the log has ${checkpoint.size} events, fewer than the ${older.size} seen before: it was rewritten`);
+      return;
+    }
+    const proof = older.size === checkpoint.size ? [] : (await this.source.consistency(older.size, checkpoint.size)).proof;
+    if (!(await verifyConsistency(older, checkpoint, proof))) failures.push(`the checkpoint of ${checkpoint.size} does not extend the one of ${older.size} seen before: the log was rewritten`);
+  }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
