@@ -73,9 +73,17 @@ export interface InclusionCheck {
  */
 export async function verifyEventInclusion(event: TEvent, proof: TInclusionProof, verifier: WebVerifier): Promise<InclusionCheck> {
   const checkpoint = await openCheckpoint(proof.checkpoint, verifier);
+  return { checkpoint, failures: await inclusionFailures(event, proof, checkpoint, verifier.name) };
+}
+
+/**
+ * What does not check out of `event` being leaf `proof.leaf_index` of `checkpoint`, a checkpoint of the
+ * ledger `ledgerName` already opened (one opening serves every event proven under it).
+ */
+export async function inclusionFailures(event: TEvent, proof: Omit<TInclusionProof, 'checkpoint' | 'leaf'>, checkpoint: Checkpoint, ledgerName: string): Promise<string[]> {
   const failures: string[] = [];
-  const prefix = `${verifier.name}/`;
-  if (!checkpoint.origin.startsWith(prefix)) failures.push(`the checkpoint is of the log ${checkpoint.origin}, not one of ${verifier.name}`);
+  const prefix = `${ledgerName}/`;
+  if (!checkpoint.origin.startsWith(prefix)) failures.push(`the checkpoint is of the log ${checkpoint.origin}, not one of ${ledgerName}`);
   if (checkpoint.size !== proof.tree_size) failures.push(`the signed checkpoint has ${checkpoint.size} events, not ${proof.tree_size}`);
   const text = canonicalEventText(hashInputOfEvent(event));
   const eventHash = hex(await sha256(utf8(text)));
@@ -94,7 +102,7 @@ export async function verifyEventInclusion(event: TEvent, proof: TInclusionProof
     ? rootFromInclusion(proof.leaf_index, checkpoint.size, leaf, path.map((p) => Promise.resolve(new Uint8Array(p as Uint8Array))), node)
     : null;
   if (!root || !sameBytes(await root, checkpoint.root)) failures.push(`the event is not sequence number ${proof.leaf_index + 1} of the signed tree of ${checkpoint.size}`);
-  return { checkpoint, failures };
+  return failures;
 }
 
 /** Whether `proof` shows that the tree of `older` is a prefix of the tree of `newer` (same log). */

@@ -87,7 +87,7 @@ test('receipts verify: included under the signed checkpoint, witnessed; the next
   const two = await clientOf({ fetch: counting.fetch, verify: { verifierKey: TEST_LEDGER_SIGNER.text, seen: store } }).verifyReceipts(second);
   expect(two.treeSize).toBeGreaterThan(one.treeSize);
   expect(counting.paths.filter((p) => p === '/v1/ledger/consistency')).toHaveLength(1);
-  expect(counting.paths.filter((p) => p.endsWith('/proof'))).toHaveLength(10);
+  expect(counting.paths.filter((p) => p === '/v1/ledger/proofs')).toHaveLength(1); // every inclusion path in one answer
   expect(store.saved.at(-1)?.tree_size).toBe(two.treeSize);
 }, 60_000);
 
@@ -112,9 +112,16 @@ test('each lie fails with a VerificationError that names it', async () => {
   const forked = alteringFetch((path, body) => (path === '/v1/ledger/consistency' ? { ...body, proof: (body.proof as string[]).map(() => randomBytes(32).toString('base64')) } : undefined));
   expect((await failuresOf(clientOf({ fetch: forked.fetch, verify: { verifierKey: TEST_LEDGER_SIGNER.text, seen: store } }).verifyReceipts(recorded))).join('\n')).toMatch(/does not extend the one of \d+ seen before/);
 
-  // A proof of another leaf than the receipt's.
-  const otherLeaf = alteringFetch((path, body) => (path === `/v1/events/${recorded[0]?.event.id}/proof` ? { ...body, leaf_index: (body.leaf_index as number) + 1 } : undefined));
-  expect((await failuresOf(clientOf({ fetch: otherLeaf.fetch }).verifyReceipts(recorded))).join('\n')).toContain(`event ${recorded[0]?.event.id}: its proof is of another leaf than its receipt`);
+  // A proof of another leaf than the receipt's, and a proof that leaves an event out.
+  const target = recorded[0]?.event.id;
+  const otherLeaf = alteringFetch((path, body) => (path === '/v1/ledger/proofs' ? { ...body, proofs: (body.proofs as { event_id: string; leaf_index: number }[]).map((p) => (p.event_id === target ? { ...p, leaf_index: p.leaf_index + 1 } : p)) } : undefined));
+  const otherLeafFailures = (await failuresOf(clientOf({ fetch: otherLeaf.fetch }).verifyReceipts(recorded))).join('\n');
+  expect(otherLeafFailures).toContain(`event ${target}: its proof is of another leaf than its receipt`);
+  const leftOut = alteringFetch((path, body) => (path === '/v1/ledger/proofs' ? { ...body, proofs: (body.proofs as { event_id: string }[]).filter((p) => p.event_id !== target) } : undefined));
+  expect((await failuresOf(clientOf({ fetch: leftOut.fetch }).verifyReceipts(recorded))).join('\n')).toContain(`event ${target}: the service proves no such event`);
+  // A path that does not lead to the signed root.
+  const badPath = alteringFetch((path, body) => (path === '/v1/ledger/proofs' ? { ...body, proofs: (body.proofs as { event_id: string; inclusion_path: string[] }[]).map((p) => (p.event_id === target ? { ...p, inclusion_path: p.inclusion_path.map(() => randomBytes(32).toString('base64')) } : p)) } : undefined));
+  expect((await failuresOf(clientOf({ fetch: badPath.fetch }).verifyReceipts(recorded))).join('\n')).toMatch(new RegExp(`event ${target}: the event is not sequence number \\d+ of the signed tree`));
 
   // Checkpoints not signed by the key the application pinned (another key of the same name).
   const otherKey = signerFromSeed(TEST_LEDGER_SIGNER.name, randomBytes(32)).text;

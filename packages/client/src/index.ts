@@ -3,6 +3,6 @@ export { type BackoffOptions, retryDelayMs } from './backoff.ts';
 export { AuditLedgerError, type ErrorBody, NetworkError, QueueClosedError, QueueFullError } from './errors.ts';
 export { DeliveryQueue, type QueueOptions } from './queue.ts';
 export { AuditLedgerClient, type ClientOptions, type WriteOptions } from './rest.ts';
-export type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, InstallationInclusion, LedgerReceipt, Recorded, RemovedEvent, RemovedReceipt, StoredEvent } from './types.ts';
+export type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, InstallationInclusion, LedgerReceipt, ProofsSidecar, Recorded, RemovedEvent, RemovedReceipt, StoredEvent } from './types.ts';
 export { ReceiptVerifier, type SeenCheckpoint, type SeenStore, VerificationError, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
 export type { components, operations, paths } from './openapi.ts';

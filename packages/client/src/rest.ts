@@ -5,7 +5,7 @@
  */
 import { AuditLedgerError, type ErrorBody, NetworkError } from './errors.ts';
 import type { operations } from './openapi.ts';
-import type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, Recorded, StoredEvent } from './types.ts';
+import type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
 import { ReceiptVerifier, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
 
 export interface ClientOptions {
@@ -147,6 +147,11 @@ export class AuditLedgerClient {
   async verifyReceipts(receipts: readonly Recorded[]): Promise<VerifiedReceipts> {
     if (!this.verifier) throw new TypeError('verifyReceipts needs the client\'s `verify` option: the verifier key to check against');
     return this.verifier.verify(receipts);
+  }
+
+  /** `GET /v1/ledger/proofs`: the inclusion path of every event the export with these filters returns, under one checkpoint. */
+  async proofs(query: EventFilters & { tree_size?: number } = {}): Promise<ProofsSidecar> {
+    return (await this.send('GET', '/v1/ledger/proofs', { query })).body as ProofsSidecar;
   }
 
   /** The log streams (docs/streams.md): create, read, pause, resume, test, retry, delete. */

@@ -27,6 +27,8 @@ export type InstallationInclusion = Schemas['InstallationInclusion'];
 /** An event's inclusion proof under a signed checkpoint. */
 export type InclusionProof = Schemas['InclusionProof'];
 export type ConsistencyProof = Schemas['ConsistencyProof'];
+/** The inclusion paths of every event an export with the same filters returns, under one checkpoint. */
+export type ProofsSidecar = Schemas['ProofsSidecar'];
 /** The list endpoint's filters (docs/api.md, "List"). */
 export type EventFilters = Omit<NonNullable<operations['events-list']['parameters']['query']>, 'cursor' | 'limit'>;
 

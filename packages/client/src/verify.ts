@@ -5,10 +5,10 @@
  * installation checkpoint that includes it is cosigned by a quorum of witnesses. The checks are the
  * service's own verification core (src/client/webVerify.ts, bundled into this package) on WebCrypto.
  */
-import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
+import { importVerifier, inclusionFailures, openCheckpoint, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
 import { parsePolicy, type Policy, quorumMet } from '../../../src/domain/ledger/witnessFormats.ts';
 import { AuditLedgerError } from './errors.ts';
-import type { Checkpoint, ConsistencyProof, InclusionProof, Recorded, StoredEvent } from './types.ts';
+import type { Checkpoint, ConsistencyProof, LedgerReceipt, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
 
 /** The newest checkpoint a client has verified: what it keeps between runs. */
 export interface SeenCheckpoint {
@@ -33,8 +33,6 @@ export interface VerifyOptions {
   seen?: SeenStore;
   /** How long to wait for a checkpoint that includes every receipt (and is witnessed) before failing (default 60 s). */
   waitMs?: number;
-  /** How many proofs are fetched at a time (default 8). */
-  concurrency?: number;
 }
 
 /** What a verification found when every check passed. */
@@ -64,7 +62,7 @@ export class VerificationError extends Error {
 export interface ProofSource {
   checkpoint(): Promise<Checkpoint>;
   consistency(from: number, to?: number): Promise<ConsistencyProof>;
-  proof(id: string, treeSize?: number): Promise<InclusionProof>;
+  proofs(query: { start_date: string; end_date: string; tree_size: number }): Promise<ProofsSidecar>;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -109,24 +107,7 @@ export class ReceiptVerifier {
     const failures: string[] = [];
     await this.extendsSeen(checkpoint, verifier, failures);
 
-    let next = 0;
-    const proveOne = async () => {
-      while (next < live.length) {
-        const { event, receipt } = live[next++] as Recorded & { event: StoredEvent };
-        const proof = await this.source.proof(event.id, checkpoint.size);
-        const found = await verifyEventInclusion(event, proof, verifier).catch((error: unknown) => {
-          throw new VerificationError([`event ${event.id}: its proof's checkpoint is not signed by the pinned key: ${error instanceof Error ? error.message : String(error)}`]);
-        });
-        failures.push(...found.failures.map((f) => `event ${event.id}: ${f}`));
-        if (proof.leaf_index !== receipt.leaf_index || ('event_sha256' in receipt && proof.event_sha256 !== receipt.event_sha256)) {
-          failures.push(`event ${event.id}: its proof is of another leaf than its receipt (${proof.leaf_index}, not ${receipt.leaf_index})`);
-        }
-        if (found.checkpoint.origin !== checkpoint.origin || found.checkpoint.size !== checkpoint.size || !sameBytes(found.checkpoint.root, checkpoint.root)) {
-          failures.push(`event ${event.id}: proven under another tree than the checkpoint of ${checkpoint.size}`);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, this.options.concurrency ?? 8) }, proveOne));
+    if (live.length > 0) await this.proveIncluded(live as (Recorded & { event: StoredEvent; receipt: LedgerReceipt })[], checkpoint, verifier, failures);
 
     let cosigned: string[] = [];
     if (this.policy && answer.installation) {
@@ -140,6 +121,32 @@ export class ReceiptVerifier {
     this.seen = { checkpoint, note: answer.checkpoint };
     await this.options.seen?.save({ origin: checkpoint.origin, tree_size: checkpoint.size, checkpoint: answer.checkpoint });
     return { verified: live.length, removed: receipts.length - live.length, treeSize: checkpoint.size, cosigned };
+  }
+
+  /**
+   * Proves each event a leaf of `checkpoint`: the inclusion paths of every event in the receipts' time
+   * range come in one answer (the export's proofs sidecar, `GET /v1/ledger/proofs`), each event's hash
+   * and leaf are recomputed here from the event as written and its receipt, and walked to the signed root.
+   */
+  private async proveIncluded(live: (Recorded & { event: StoredEvent; receipt: LedgerReceipt })[], checkpoint: SignedCheckpoint, verifier: WebVerifier, failures: string[]): Promise<void> {
+    const times = live.map((r) => r.event.timestamp).sort();
+    const sidecar = await this.source.proofs({ start_date: times[0] as string, end_date: times.at(-1) as string, tree_size: checkpoint.size });
+    const tree = await opened(sidecar.checkpoint, verifier, 'the checkpoint of the proofs');
+    if (tree.origin !== checkpoint.origin || tree.size !== checkpoint.size || !sameBytes(tree.root, checkpoint.root)) {
+      failures.push(`the proofs are of another tree than the checkpoint of ${checkpoint.size}`);
+      return;
+    }
+    const paths = new Map(sidecar.proofs.map((p) => [p.event_id, p]));
+    for (const { event, receipt } of live) {
+      const path = paths.get(event.id);
+      if (!path) {
+        failures.push(`event ${event.id}: the service proves no such event in the checkpoint of ${checkpoint.size}`);
+        continue;
+      }
+      if (path.leaf_index !== receipt.leaf_index) failures.push(`event ${event.id}: its proof is of another leaf than its receipt (${path.leaf_index}, not ${receipt.leaf_index})`);
+      const found = await inclusionFailures(event, { ...receipt, event_id: event.id, tree_size: checkpoint.size, inclusion_path: path.inclusion_path }, checkpoint, verifier.name);
+      failures.push(...found.map((f) => `event ${event.id}: ${f}`));
+    }
   }
 
   /**

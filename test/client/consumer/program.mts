@@ -1,0 +1,69 @@
+/**
+ * An application in a project of its own that installed `@audit-ledger/client` from its tarball (with
+ * `@trpc/client` and `@trpc/server` for the typed tRPC client): test/client/package.test.ts type-checks it
+ * against the package's declarations and runs it. It records TOTAL events through the delivery queue,
+ * telling the test when half are stored and waiting until the test has stopped the service (it restarts
+ * it meanwhile), then verifies every receipt and reads the events back: pages of the list, the streamed export, one over tRPC.
+ */
+import { createInterface } from 'node:readline';
+import { AuditLedgerClient, DeliveryQueue, type EventInput, type Recorded, type StoredEvent } from '@audit-ledger/client';
+import type { AppRouter } from '@audit-ledger/client/router';
+import { createTRPCClient, httpLink } from '@trpc/client';
+
+const { URL: url = '', API_KEY: apiKey = '', VERIFIER_KEY: verifierKey = '', TOTAL = '10000', TAG: tag = 'package' } = process.env;
+const total = Number(TOTAL);
+
+const trpc = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/trpc`, headers: { authorization: `Bearer ${apiKey}` } })] });
+// The router's types reach this project: a wrong input to a procedure does not compile.
+// @ts-expect-error `action` is a string
+const wrong = () => trpc.events.create.mutate({ actor: { id: 'a' }, action: 42, resource: { type: 't', id: 'r' } });
+void wrong;
+
+const lines = createInterface({ input: process.stdin });
+const nextLine = () => new Promise<string>((resolve) => lines.once('line', resolve));
+
+const client = new AuditLedgerClient({ url, apiKey, verify: { verifierKey } });
+let retries = 0;
+const queue = new DeliveryQueue(client, { backoff: { initialMs: 50, maxMs: 1000 }, onRetry: () => void retries++ });
+const event = (i: number): EventInput => ({ actor: { id: `user_${i % 10}` }, action: 'package.recorded', resource: { type: tag, id: `r${i}` }, metadata: { i } });
+
+const pending: Promise<Recorded>[] = [];
+for (let i = 0; i < total / 2; i++) pending.push(queue.record(event(i)));
+await queue.flush();
+console.log('HALF');
+await nextLine(); // the service is down now
+for (let i = total / 2; i < total; i++) pending.push(queue.record(event(i)));
+const recorded = await Promise.all(pending);
+await queue.close();
+lines.close();
+
+const verifyStarted = performance.now();
+const verified = await client.verifyReceipts(recorded);
+const verifyMs = Math.round(performance.now() - verifyStarted);
+
+// Read back: the first page through the list's iterator, and everything through the streamed export.
+const newest: StoredEvent[] = [];
+for await (const stored of client.listEvents({ resource_type: tag, limit: 50 })) {
+  newest.push(stored);
+  if (newest.length === 120) break; // three pages, then the iteration stops asking
+}
+const exported = await client.exportEvents({ resource_type: tag, format: 'json' });
+const readBack = (JSON.parse(await new Response(exported.body).text()) as StoredEvent[]).map((stored) => stored.id);
+const first = recorded[0]?.event as StoredEvent;
+const ids = new Set(recorded.map((r) => r.event.id));
+const viaTrpc = await trpc.events.get.query({ id: first.id });
+
+console.log(JSON.stringify({
+  recorded: recorded.length,
+  ids: ids.size,
+  inOrder: recorded.every((r, i) => i === 0 || r.receipt.seq > (recorded[i - 1] as Recorded).receipt.seq),
+  metadataInOrder: recorded.every((r, i) => (r.event as StoredEvent).metadata.i === i),
+  verified,
+  verifyMs,
+  pages: { events: new Set(newest.map((stored) => stored.id)).size, newestFirst: newest.every((stored, k) => k === 0 || stored.timestamp <= (newest[k - 1] as StoredEvent).timestamp), ours: newest.every((stored) => ids.has(stored.id)) },
+  readBack: readBack.length,
+  readBackIds: new Set(readBack).size,
+  readBackMatches: readBack.every((id) => ids.has(id)),
+  trpc: { id: viaTrpc.id, resource_id: viaTrpc.resource_id },
+  retries,
+}));

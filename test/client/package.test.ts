@@ -1,0 +1,108 @@
+/**
+ * The client package as a user gets it: `npm pack` (which builds it), the tarball installed into an
+ * empty project outside the repository beside `@trpc/client` and `@trpc/server` (from npm's cache: the
+ * repository's own install put them there), a program type-checked against the package's declarations
+ * alone (strict, no skipLibCheck, a `@ts-expect-error` on a wrong tRPC input), then run against a real
+ * service process: 10,000 events through the delivery queue while the service is stopped and started
+ * again on the same address, every receipt verified, the events read back over REST and tRPC.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
+import { ROOT, type ServerProcess, startServerProcess } from '../helpers/processes';
+
+const run = promisify(execFile);
+const TOTAL = 10_000;
+
+let project: string;
+let app: TestApp;
+
+beforeAll(async () => {
+  project = mkdtempSync(join(tmpdir(), 'client-consumer-'));
+}, 10_000);
+
+afterAll(async () => {
+  await app?.close();
+  rmSync(project, { recursive: true, force: true });
+});
+
+/** A port free now, for a service that must come back on the same address. */
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+test('packed, installed in an empty project, type-checked and run: 10,000 events across a restart, each stored once, every receipt verified, read back', async () => {
+  const packed = await run('npm', ['pack', '--pack-destination', project, '--silent'], { cwd: join(ROOT, 'packages', 'client'), maxBuffer: 16 << 20 });
+  const tarball = packed.stdout.trim().split('\n').at(-1) as string;
+  expect(readdirSync(project)).toContain(tarball);
+
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', `./${tarball}`, '@trpc/client@11.25.2', '@trpc/server@11.25.2', '@types/node@20.19.43'], { cwd: project, maxBuffer: 16 << 20 });
+  copyFileSync(join(__dirname, 'consumer', 'program.mts'), join(project, 'program.mts'));
+  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, skipLibCheck: false, types: ['node'], outDir: 'out' },
+    files: ['program.mts'],
+  }));
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const checked = await run(process.execPath, [tsc, '-p', project], { cwd: project }).then(() => '', (error: { stdout: string }) => error.stdout);
+  expect(checked).toBe('');
+  // The CommonJS build loads too, with the same names.
+  const cjs = await run(process.execPath, ['-e', 'const c = require("@audit-ledger/client"); console.log(Object.keys(c).sort().join(","))'], { cwd: project });
+  expect(cjs.stdout).toContain('AuditLedgerClient,AuditLedgerError,DeliveryQueue');
+
+  app = await startTestApp({ label: 'client_package' });
+  const org = await app.org();
+  const port = String(await freePort());
+  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, PORT: port };
+  let server: ServerProcess = await startServerProcess(env);
+
+  const program = spawn(process.execPath, [join(project, 'out', 'program.mjs')], {
+    cwd: project,
+    env: { ...process.env, URL: server.url, API_KEY: org.key, VERIFIER_KEY: TEST_LEDGER_SIGNER.text, TOTAL: String(TOTAL), TAG: 'packaged' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  program.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const lines = createInterface({ input: program.stdout });
+  const output: string[] = [];
+  const exited = once(program, 'exit');
+  for await (const line of lines) {
+    output.push(line);
+    if (line !== 'HALF') continue;
+    // Half are stored: the service stops with the program about to record the rest, and comes back.
+    await server.stop();
+    program.stdin.write('stopped\n');
+    server = await startServerProcess(env);
+  }
+  const [code] = await exited;
+  await server.stop();
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+
+  const summary = JSON.parse(output.at(-1) as string) as Record<string, unknown>;
+  expect(summary).toMatchObject({
+    recorded: TOTAL,
+    ids: TOTAL,
+    inOrder: true,
+    metadataInOrder: true,
+    verified: { verified: TOTAL, removed: 0 },
+    pages: { events: 120, newestFirst: true, ours: true },
+    readBack: TOTAL,
+    readBackIds: TOTAL,
+    readBackMatches: true,
+  });
+  expect(summary.retries).toEqual(expect.any(Number));
+  expect(summary.retries as number).toBeGreaterThan(0); // the stopped service was met, and waited out
+  // Nothing doubled in the database either.
+  expect(await app.collections.events.countDocuments({ tenant: org.id, resource_type: 'packaged' })).toBe(TOTAL);
+}, 240_000);
