@@ -20,12 +20,8 @@ import { ROOT, type ServerProcess, startServerProcess } from '../helpers/process
 const run = promisify(execFile);
 const TOTAL = 10_000;
 
-let project: string;
-let app: TestApp;
-
-beforeAll(async () => {
-  project = mkdtempSync(join(tmpdir(), 'client-consumer-'));
-}, 10_000);
+const project = mkdtempSync(join(tmpdir(), 'client-consumer-'));
+let app: TestApp | null = null;
 
 afterAll(async () => {
   await app?.close();
@@ -55,16 +51,17 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
     files: ['program.mts'],
   }));
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const checked = await run(process.execPath, [tsc, '-p', project], { cwd: project }).then(() => '', (error: { stdout: string }) => error.stdout);
+  const checked = await run(process.execPath, [tsc, '-p', project], { cwd: project }).then(() => '', (error: unknown) => (error as { stdout: string }).stdout);
   expect(checked).toBe('');
   // The CommonJS build loads too, with the same names.
   const cjs = await run(process.execPath, ['-e', 'const c = require("@audit-ledger/client"); console.log(Object.keys(c).sort().join(","))'], { cwd: project });
   expect(cjs.stdout).toContain('AuditLedgerClient,AuditLedgerError,DeliveryQueue');
 
-  app = await startTestApp({ label: 'client_package' });
-  const org = await app.org();
+  const service = await startTestApp({ label: 'client_package' });
+  app = service;
+  const org = await service.org();
   const port = String(await freePort());
-  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName, PORT: port };
+  const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: service.dbName, PORT: port };
   let server: ServerProcess = await startServerProcess(env);
 
   const program = spawn(process.execPath, [join(project, 'out', 'program.mjs')], {
@@ -104,5 +101,5 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
   expect(summary.retries).toEqual(expect.any(Number));
   expect(summary.retries as number).toBeGreaterThan(0); // the stopped service was met, and waited out
   // Nothing doubled in the database either.
-  expect(await app.collections.events.countDocuments({ tenant: org.id, resource_type: 'packaged' })).toBe(TOTAL);
+  expect(await service.collections.events.countDocuments({ tenant: org.id, resource_type: 'packaged' })).toBe(TOTAL);
 }, 240_000);
