@@ -98,11 +98,11 @@ async function main(): Promise<void> {
   const uri = process.env.MONGODB_URI;
   if (!uri) throw new Error('MONGODB_URI is not set (npm run db:ferretdb prints one)');
   const heading = await runHeading(uri, `bench:client, ${PAIRS} pairs of ${SECONDS} s, one Node process, one service process`);
-  const { service, headers, close } = await serviceWithKey(uri, `bench_client_${Date.now()}`);
+  const { service, orgId, headers, close } = await serviceWithKey(uri, `bench_client_${Date.now()}`);
   try {
     const apiKey = (headers.authorization as string).slice('Bearer '.length);
     const key = (await (await fetch(`${service.url}/v1/ledger/key`, { headers })).json()) as { verifier_key: string };
-    const client = new AuditLedgerClient({ url: service.url, apiKey, verify: { verifierKey: key.verifier_key } });
+    const client = new AuditLedgerClient({ url: service.url, apiKey, verify: { verifierKey: key.verifier_key, organization: orgId } });
     const single: number[] = [];
     const queued: number[] = [];
     const recorded: Recorded[] = [];

@@ -8,11 +8,12 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { rolldown } from 'rolldown';
 import { rollup } from 'rollup';
 import { dts } from 'rollup-plugin-dts';
 
-const here = (path) => new URL(path, import.meta.url).pathname;
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 rmSync(here('dist'), { recursive: true, force: true });
 rmSync(here('.build'), { recursive: true, force: true });
 
@@ -20,6 +21,12 @@ const code = await rolldown({ input: here('src/index.ts'), platform: 'neutral' }
 await code.write({ file: here('dist/index.js'), format: 'esm' });
 await code.write({ file: here('dist/index.cjs'), format: 'cjs' });
 await code.close();
+// No dependencies and nothing of Node's: the bundle imports nothing (it runs in browsers too).
+for (const file of ['index.js', 'index.cjs']) {
+  const js = readFileSync(here(`dist/${file}`), 'utf8');
+  const found = [...js.matchAll(/^\s*import\s.*?from\s*['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]\s*\)|\bimport\(\s*['"]([^'"]+)['"]/gm)].map((m) => m[1] ?? m[2] ?? m[3]);
+  if (found.length > 0) throw new Error(`dist/${file} imports ${[...new Set(found)].join(', ')}: the package has no dependencies`);
+}
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit', cwd: here('.') });
@@ -35,7 +42,7 @@ writeFileSync(serverRouter, router);
 for (const name of ['index', 'router']) {
   const bundle = await rollup({ input: `${types}packages/client/src/${name}.d.ts`, plugins: [dts()] });
   await bundle.write({ file: here(`dist/${name}.d.ts`), format: 'es' });
-  const imports = [...readFileSync(here(`dist/${name}.d.ts`), 'utf8').matchAll(/(?:from |import\()['"]([^'"]+)['"]/g)].map((m) => m[1]);
+  const imports = [...readFileSync(here(`dist/${name}.d.ts`), 'utf8').matchAll(/(?:from |import\(|import |\/\/\/ <reference (?:types|path)=)['"]([^'"]+)['"]/g)].map((m) => m[1]);
   const foreign = imports.filter((specifier) => specifier !== '@trpc/server');
   if (foreign.length > 0) throw new Error(`dist/${name}.d.ts imports ${[...new Set(foreign)].join(', ')}: a consumer would need them`);
 }

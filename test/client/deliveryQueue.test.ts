@@ -176,6 +176,27 @@ test('a refused batch rejects only the events its 400 names; the others are stor
   expect(await app.collections.events.countDocuments({ tenant: org.id, action: 'client.recorded' })).toBe(3);
 });
 
+test('a batch too large for the service (413) is halved until each part fits: all stored once, in order; an event too large alone is refused alone', async () => {
+  const app = await startTestApp({ label: 'client_413', limits: { batchBytes: 4000 } });
+  apps.push(app);
+  const org = await app.org();
+  const sent: number[] = [];
+  const counting: typeof fetch = async (input, init) => {
+    if (typeof init?.body === 'string') sent.push(init.body.length);
+    return fetch(input, init);
+  };
+  const queue = new DeliveryQueue(new AuditLedgerClient({ url: app.url, apiKey: org.key, fetch: counting }), { maxBatch: 24, flushIntervalMs: 10 });
+  const padded = (i: number) => event(i, { metadata: { i, pad: 'x'.repeat(300) } });
+  const outcomes = await Promise.allSettled([...Array.from({ length: 12 }, (_, i) => queue.record(padded(i))), queue.record(event(12, { metadata: { i: 12, pad: 'x'.repeat(5000) } })), ...Array.from({ length: 11 }, (_, i) => queue.record(padded(13 + i)))]);
+  await queue.close();
+  expect(outcomes.map((o) => o.status)).toEqual(Array.from({ length: 24 }, (_, i) => (i === 12 ? 'rejected' : 'fulfilled')));
+  expect(((outcomes[12] as PromiseRejectedResult).reason as AuditLedgerError).status).toBe(413);
+  const stored = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [(o.value.event as StoredEvent).metadata.i] : []));
+  expect(stored).toEqual([...Array.from({ length: 12 }, (_, i) => i), ...Array.from({ length: 11 }, (_, i) => 13 + i)]);
+  expect(sent.filter((bytes) => bytes > 4000).length).toBeGreaterThan(1); // it did meet 413s and split
+  expect(await app.collections.events.countDocuments({ tenant: org.id, action: 'client.recorded' })).toBe(23);
+});
+
 test('a full queue makes record() wait, then refuses at once; nothing is dropped and all is stored once the service is back', async () => {
   const app = await startTestApp({ label: 'client_full' });
   apps.push(app);

@@ -8,16 +8,18 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { freePort } from '../helpers/disposableDatabase';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
 import { ROOT, type ServerProcess, startServerProcess } from '../helpers/processes';
 
 const run = promisify(execFile);
+/** The versions the repository installed (so npm finds them in its cache): the consumer's tRPC and Node types. */
+const installed = (name: string) => `${name}@${(JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`;
 const TOTAL = 10_000;
 
 const project = mkdtempSync(join(tmpdir(), 'client-consumer-'));
@@ -28,23 +30,13 @@ afterAll(async () => {
   rmSync(project, { recursive: true, force: true });
 });
 
-/** A port free now, for a service that must come back on the same address. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
 test('packed, installed in an empty project, type-checked and run: 10,000 events across a restart, each stored once, every receipt verified, read back', async () => {
   const packed = await run('npm', ['pack', '--pack-destination', project, '--silent'], { cwd: join(ROOT, 'packages', 'client'), maxBuffer: 16 << 20 });
   const tarball = packed.stdout.trim().split('\n').at(-1) as string;
   expect(readdirSync(project)).toContain(tarball);
 
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', `./${tarball}`, '@trpc/client@11.25.2', '@trpc/server@11.25.2', '@types/node@20.19.43'], { cwd: project, maxBuffer: 16 << 20 });
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', `./${tarball}`, installed('@trpc/client'), installed('@trpc/server'), installed('@types/node')], { cwd: project, maxBuffer: 16 << 20 });
   copyFileSync(join(__dirname, 'consumer', 'program.mts'), join(project, 'program.mts'));
   writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, skipLibCheck: false, types: ['node'], outDir: 'out' },
@@ -53,6 +45,15 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   const checked = await run(process.execPath, [tsc, '-p', project], { cwd: project }).then(() => '', (error: unknown) => (error as { stdout: string }).stdout);
   expect(checked).toBe('');
+  // A browser project (DOM, no Node types) type-checks against the same declarations: none of them needs Node's
+  // (`ESNext.Disposable`: @trpc/server's own declarations name `Disposable`).
+  writeFileSync(join(project, 'browser.ts'), "import { AuditLedgerClient, DeliveryQueue } from '@audit-ledger/client';\nimport type { AppRouter } from '@audit-ledger/client/router';\nconst client = new AuditLedgerClient({ url: location.origin, apiKey: 'alk_', verify: { verifierKey: '', organization: '' } });\nexport const queue = new DeliveryQueue(client);\nexport type Router = AppRouter;\n");
+  writeFileSync(join(project, 'tsconfig.browser.json'), JSON.stringify({
+    compilerOptions: { target: 'ES2022', module: 'esnext', moduleResolution: 'bundler', lib: ['ES2022', 'ESNext.Disposable', 'DOM'], types: [], strict: true, skipLibCheck: false, noEmit: true },
+    files: ['browser.ts'],
+  }));
+  const browserChecked = await run(process.execPath, [tsc, '-p', join(project, 'tsconfig.browser.json')], { cwd: project }).then(() => '', (error: unknown) => (error as { stdout: string }).stdout);
+  expect(browserChecked).toBe('');
   // The CommonJS build loads too, with the same names.
   const cjs = await run(process.execPath, ['-e', 'const c = require("@audit-ledger/client"); console.log(Object.keys(c).sort().join(","))'], { cwd: project });
   expect(cjs.stdout).toContain('AuditLedgerClient,AuditLedgerError,DeliveryQueue');
@@ -66,7 +67,7 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
 
   const program = spawn(process.execPath, [join(project, 'out', 'program.mjs')], {
     cwd: project,
-    env: { ...process.env, URL: server.url, API_KEY: org.key, VERIFIER_KEY: TEST_LEDGER_SIGNER.text, TOTAL: String(TOTAL), TAG: 'packaged' },
+    env: { ...process.env, URL: server.url, API_KEY: org.key, VERIFIER_KEY: TEST_LEDGER_SIGNER.text, ORGANIZATION: org.id, TOTAL: String(TOTAL), TAG: 'packaged' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -93,7 +94,7 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
     inOrder: true,
     metadataInOrder: true,
     verified: { verified: TOTAL, removed: 0 },
-    pages: { events: 120, newestFirst: true, ours: true },
+    pages: { events: 120, newestFirst: true },
     readBack: TOTAL,
     readBackIds: TOTAL,
     readBackMatches: true,

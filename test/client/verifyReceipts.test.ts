@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditLedgerClient, type ClientOptions, type EventInput, type Recorded, type SeenCheckpoint, VerificationError } from '../../packages/client/src';
+import { AuditLedgerClient, type EventInput, type Recorded, type SeenCheckpoint, VerificationError, type VerifyOptions } from '../../packages/client/src';
 import { cosignerKeyFileText, parseCosignerKeyFile } from '../../src/domain/ledger/cosigner';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
@@ -62,8 +62,13 @@ function alteringFetch(alter: (path: string, body: Record<string, unknown>) => R
   return { fetch: altered, paths };
 }
 
-function clientOf(options: Partial<ClientOptions> & { verify?: ClientOptions['verify'] } = {}) {
-  return new AuditLedgerClient({ url: app.url, apiKey: org.key, ...options, verify: { verifierKey: TEST_LEDGER_SIGNER.text, witnessPolicy: policy, waitMs: 30_000, ...options.verify } });
+function clientOf(options: { fetch?: typeof fetch; verify?: Partial<VerifyOptions> } = {}) {
+  return new AuditLedgerClient({
+    url: app.url,
+    apiKey: org.key,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    verify: { verifierKey: TEST_LEDGER_SIGNER.text, organization: org.id, witnessPolicy: policy, waitMs: 30_000, ...options.verify },
+  });
 }
 
 async function failuresOf(promise: Promise<unknown>): Promise<string[]> {
@@ -126,6 +131,23 @@ test('each lie fails with a VerificationError that names it', async () => {
   // Checkpoints not signed by the key the application pinned (another key of the same name).
   const otherKey = signerFromSeed(TEST_LEDGER_SIGNER.name, randomBytes(32)).text;
   expect((await failuresOf(clientOf({ verify: { verifierKey: otherKey } }).verifyReceipts(recorded))).join('\n')).toContain(`the newest checkpoint is not signed by ${TEST_LEDGER_SIGNER.name}'s pinned key`);
+
+  // Another organization's log, genuinely signed and witnessed, answered for this one's.
+  const other = await app.org();
+  const theirs = new AuditLedgerClient({ url: app.url, apiKey: other.key });
+  await theirs.createBatch(events(5, 'other'));
+  const swapped: typeof fetch = async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    return fetch(url, url.pathname.startsWith('/v1/ledger/') ? { ...init, headers: { authorization: `Bearer ${other.key}` } } : init);
+  };
+  expect((await failuresOf(clientOf({ fetch: swapped }).verifyReceipts(recorded))).join('\n')).toContain(`not of ${TEST_LEDGER_SIGNER.name}/${org.id}`);
+
+  // A removal claimed by the receipt alone, or a removed receipt outside the tree: no proof skipped.
+  const first = recorded[0] as Recorded;
+  const halfRemoved: Recorded = { event: first.event, receipt: { seq: first.receipt.seq, leaf_index: first.receipt.leaf_index, removed: true } };
+  expect((await failuresOf(clientOf().verifyReceipts([halfRemoved]))).join('\n')).toContain('its receipt and its event disagree on whether it was removed');
+  const farAway: Recorded = { event: { id: first.event.id, removed: 'erased', removed_by: 1 }, receipt: { seq: 1_000_000_000, leaf_index: 999_999_999, removed: true } };
+  expect((await failuresOf(clientOf({ verify: { waitMs: 1000 } }).verifyReceipts([farAway]))).join('\n')).toContain('sequence number 1000000000 is not in it');
 
   // A policy whose witness never cosigned.
   const nobody = parseCosignerKeyFile(cosignerKeyFileText('witness.example/stranger', randomBytes(32))).text;

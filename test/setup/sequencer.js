@@ -16,8 +16,10 @@ const LONGEST_FIRST = [
   'test/model/regressions.test.ts',
   'test/streams/backfill.test.ts',
   'test/retention/retention.test.ts',
+  'test/client/package.test.ts',
   'test/streams/takeover.test.ts',
   'test/instances/churn.test.ts',
+  'test/client/thirdPartyGenerators.test.ts',
 ];
 
 class LongestFirst extends Sequencer {

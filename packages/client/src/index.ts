@@ -4,5 +4,5 @@ export { AuditLedgerError, type ErrorBody, NetworkError, QueueClosedError, Queue
 export { DeliveryQueue, type QueueOptions } from './queue.ts';
 export { AuditLedgerClient, type ClientOptions, type WriteOptions } from './rest.ts';
 export type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, InstallationInclusion, LedgerReceipt, ProofsSidecar, Recorded, RemovedEvent, RemovedReceipt, StoredEvent } from './types.ts';
-export { ReceiptVerifier, type SeenCheckpoint, type SeenStore, VerificationError, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
+export { type ProofSource, ReceiptVerifier, type SeenCheckpoint, type SeenStore, VerificationError, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
 export type { components, operations, paths } from './openapi.ts';

@@ -5,7 +5,7 @@
  * installation checkpoint that includes it is cosigned by a quorum of witnesses. The checks are the
  * service's own verification core (src/client/webVerify.ts, bundled into this package) on WebCrypto.
  */
-import { importVerifier, inclusionFailures, openCheckpoint, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
+import { importVerifier, inclusionFailures, openCheckpoint, sharedNodes, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
 import { parsePolicy, type Policy, quorumMet } from '../../../src/domain/ledger/witnessFormats.ts';
 import { AuditLedgerError } from './errors.ts';
 import type { Checkpoint, ConsistencyProof, LedgerReceipt, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
@@ -27,6 +27,11 @@ export interface SeenStore {
 export interface VerifyOptions {
   /** The service's verifier key (`GET /v1/ledger/key` answers it; pin it from somewhere you trust). */
   verifierKey: string;
+  /**
+   * The organization whose log the receipts must be in (its id, as the dashboard and `key create` print
+   * it). Pinned like the key: another organization's log, genuinely signed, proves nothing about yours.
+   */
+  organization: string;
   /** A c2sp.org/tlog-policy text (`witness` and `quorum` lines): the checkpoint must be witnessed by its quorum. */
   witnessPolicy?: string;
   /** Keeps the newest checkpoint verified, so that the next run checks the log only grew since. */
@@ -39,7 +44,11 @@ export interface VerifyOptions {
 export interface VerifiedReceipts {
   /** Receipts whose events were proven included. */
   verified: number;
-  /** Receipts of events removed under retention since (answered by a replay): nothing left to prove. */
+  /**
+   * Receipts of events removed under retention since (answered by a replay): their leaves are checked to
+   * be in the tree, but the removal itself is the service's word (a removed event has no content left to
+   * prove). An application that records and verifies at once should see 0 here.
+   */
   removed: number;
   /** The signed checkpoint they were proven under. */
   treeSize: number;
@@ -78,8 +87,22 @@ async function opened(note: string, verifier: WebVerifier, what: string): Promis
   }
 }
 
-function isRemoved(recorded: Recorded): boolean {
-  return 'removed' in recorded.receipt || 'removed' in recorded.event;
+type LiveReceipt = Recorded & { event: StoredEvent; receipt: LedgerReceipt };
+
+const isRemoved = (recorded: Recorded) => 'removed' in recorded.receipt;
+
+/** Receipts' events in groups of close timestamps (a gap of more than a minute starts a new one): one proofs request each. */
+function byTime(live: readonly LiveReceipt[]): LiveReceipt[][] {
+  const sorted = [...live].sort((a, b) => (a.event.timestamp < b.event.timestamp ? -1 : a.event.timestamp > b.event.timestamp ? 1 : 0));
+  const groups: LiveReceipt[][] = [];
+  let last = -Infinity;
+  for (const recorded of sorted) {
+    const at = Date.parse(recorded.event.timestamp);
+    if (!(at - last <= 60_000)) groups.push([]);
+    (groups.at(-1) as LiveReceipt[]).push(recorded);
+    last = at;
+  }
+  return groups;
 }
 
 /** Checks receipts against one service, remembering the newest checkpoint it verified. */
@@ -99,15 +122,31 @@ export class ReceiptVerifier {
     this.policy = options.witnessPolicy === undefined ? null : parsePolicy(options.witnessPolicy);
   }
 
-  /** Verifies `receipts` (as recorded: the write's event and receipt); throws VerificationError if any check fails. */
-  async verify(receipts: readonly Recorded[]): Promise<VerifiedReceipts> {
-    const verifier = await (this.verifier ??= importVerifier(this.options.verifierKey));
-    const live = receipts.filter((r) => !isRemoved(r));
-    const { answer, checkpoint } = await this.covering(verifier, Math.max(0, ...live.map((r) => r.receipt.seq)));
-    const failures: string[] = [];
-    await this.extendsSeen(checkpoint, verifier, failures);
+  /** The verification running, if any: one at a time, so the seen checkpoint only moves forward. */
+  private running: Promise<unknown> = Promise.resolve();
 
-    if (live.length > 0) await this.proveIncluded(live as (Recorded & { event: StoredEvent; receipt: LedgerReceipt })[], checkpoint, verifier, failures);
+  /** Verifies `receipts` (as recorded: the write's event and receipt); throws VerificationError if any check fails. */
+  verify(receipts: readonly Recorded[]): Promise<VerifiedReceipts> {
+    const next = this.running.then(() => this.verifyNow(receipts), () => this.verifyNow(receipts));
+    this.running = next.catch(() => undefined);
+    return next;
+  }
+
+  private async verifyNow(receipts: readonly Recorded[]): Promise<VerifiedReceipts> {
+    const verifier = await (this.verifier ??= importVerifier(this.options.verifierKey));
+    const failures: string[] = [];
+    // A receipt and its event agree on whether the event was removed: a lie in one alone skips no proof.
+    for (const { event, receipt } of receipts) {
+      if (isRemoved({ event, receipt }) !== 'removed' in event) failures.push(`event ${event.id}: its receipt and its event disagree on whether it was removed`);
+    }
+    if (failures.length > 0) throw new VerificationError(failures);
+    const live = receipts.filter((r) => !isRemoved(r)) as LiveReceipt[];
+    const { answer, checkpoint } = await this.covering(verifier, receipts.reduce((max, r) => Math.max(max, r.receipt.seq), 0));
+    for (const { event, receipt } of receipts) {
+      if (!(Number.isInteger(receipt.leaf_index) && receipt.leaf_index >= 0 && receipt.leaf_index === receipt.seq - 1)) failures.push(`event ${event.id}: its receipt's leaf ${receipt.leaf_index} is not sequence number ${receipt.seq}`);
+    }
+    await this.extendsSeen(checkpoint, verifier, failures);
+    for (const group of byTime(live)) await this.proveIncluded(group, checkpoint, verifier, failures);
 
     let cosigned: string[] = [];
     if (this.policy && answer.installation) {
@@ -118,25 +157,26 @@ export class ReceiptVerifier {
     }
     if (failures.length > 0) throw new VerificationError(failures);
 
+    // Verifications run one at a time, and each checked that its checkpoint extends the seen one: the seen one only grows.
     this.seen = { checkpoint, note: answer.checkpoint };
     await this.options.seen?.save({ origin: checkpoint.origin, tree_size: checkpoint.size, checkpoint: answer.checkpoint });
     return { verified: live.length, removed: receipts.length - live.length, treeSize: checkpoint.size, cosigned };
   }
 
   /**
-   * Proves each event a leaf of `checkpoint`: the inclusion paths of every event in the receipts' time
-   * range come in one answer (the export's proofs sidecar, `GET /v1/ledger/proofs`), each event's hash
+   * Proves each event of a group of close timestamps a leaf of `checkpoint`: the inclusion paths of every
+   * event in the group's time range come in one answer (the export's proofs sidecar, `GET /v1/ledger/proofs`), each event's hash
    * and leaf are recomputed here from the event as written and its receipt, and walked to the signed root.
    */
-  private async proveIncluded(live: (Recorded & { event: StoredEvent; receipt: LedgerReceipt })[], checkpoint: SignedCheckpoint, verifier: WebVerifier, failures: string[]): Promise<void> {
-    const times = live.map((r) => r.event.timestamp).sort();
-    const sidecar = await this.source.proofs({ start_date: times[0] as string, end_date: times.at(-1) as string, tree_size: checkpoint.size });
+  private async proveIncluded(live: readonly LiveReceipt[], checkpoint: SignedCheckpoint, verifier: WebVerifier, failures: string[]): Promise<void> {
+    const sidecar = await this.source.proofs({ start_date: (live[0] as LiveReceipt).event.timestamp, end_date: (live.at(-1) as LiveReceipt).event.timestamp, tree_size: checkpoint.size });
     const tree = await opened(sidecar.checkpoint, verifier, 'the checkpoint of the proofs');
     if (tree.origin !== checkpoint.origin || tree.size !== checkpoint.size || !sameBytes(tree.root, checkpoint.root)) {
       failures.push(`the proofs are of another tree than the checkpoint of ${checkpoint.size}`);
       return;
     }
     const paths = new Map(sidecar.proofs.map((p) => [p.event_id, p]));
+    const combine = sharedNodes();
     for (const { event, receipt } of live) {
       const path = paths.get(event.id);
       if (!path) {
@@ -144,7 +184,7 @@ export class ReceiptVerifier {
         continue;
       }
       if (path.leaf_index !== receipt.leaf_index) failures.push(`event ${event.id}: its proof is of another leaf than its receipt (${path.leaf_index}, not ${receipt.leaf_index})`);
-      const found = await inclusionFailures(event, { ...receipt, event_id: event.id, tree_size: checkpoint.size, inclusion_path: path.inclusion_path }, checkpoint, verifier.name);
+      const found = await inclusionFailures(event, { ...receipt, event_id: event.id, tree_size: checkpoint.size, inclusion_path: path.inclusion_path }, checkpoint, verifier.name, combine);
       failures.push(...found.map((f) => `event ${event.id}: ${f}`));
     }
   }
@@ -162,6 +202,8 @@ export class ReceiptVerifier {
         throw error;
       });
       const checkpoint = answer && (await opened(answer.checkpoint, verifier, 'the newest checkpoint'));
+      const origin = `${verifier.name}/${this.options.organization}`;
+      if (checkpoint && checkpoint.origin !== origin) throw new VerificationError([`the checkpoint is of the log ${checkpoint.origin}, not of ${origin}`]);
       const witnessed = !this.policy || (answer?.installation?.witnessed ?? false);
       if (answer && checkpoint && checkpoint.size >= seq && witnessed) return { answer, checkpoint };
       if (Date.now() >= deadline) {
