@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditLedgerClient, type EventInput, type Recorded, type SeenCheckpoint, VerificationError, type VerifyOptions } from '../../packages/client/src';
+import { AuditLedgerClient, DeliveryQueue, type EventInput, type Recorded, type SeenCheckpoint, VerificationError, type VerifyOptions } from '../../packages/client/src';
 import { cosignerKeyFileText, parseCosignerKeyFile } from '../../src/domain/ledger/cosigner';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import { parsePolicy } from '../../src/domain/ledger/witnessFormats';
@@ -153,3 +153,20 @@ test('each lie fails with a VerificationError that names it', async () => {
   const nobody = parseCosignerKeyFile(cosignerKeyFileText('witness.example/stranger', randomBytes(32))).text;
   expect((await failuresOf(clientOf({ verify: { verifierKey: TEST_LEDGER_SIGNER.text, witnessPolicy: `witness stranger ${nobody}\nquorum stranger\n` } }).verifyReceipts(recorded))).join('\n')).toContain("cosigned by no witness of the policy: the policy's quorum (stranger) is not met");
 }, 90_000);
+
+test('an answer that stored an event other than sent rejects its record(): its receipt would prove what the application never said', async () => {
+  const lying = alteringFetch((path, body) => (path === '/v1/events/batch' ? { ...body, events: (body.events as Record<string, unknown>[]).map((e, i) => (i === 1 ? { ...e, action: 'document.deleted', metadata: { changed: true } } : e)) } : undefined));
+  const queue = new DeliveryQueue(clientOf({ fetch: lying.fetch }), { flushIntervalMs: 10 });
+  // Defaults and normal forms are not differences: names left out, a timestamp without milliseconds, metadata keys in another order.
+  const sent: EventInput[] = [
+    { actor: { id: 'u1' }, action: 'document.signed', resource: { type: 'document', id: 'f0' }, timestamp: '2026-11-27T10:30:00Z', organization_id: 'customer_1' },
+    { actor: { id: 'u2', name: 'Ada' }, action: 'document.signed', resource: { type: 'document', id: 'f1' }, metadata: { a: 1 } },
+    { actor: { id: 'u3', email: 'u3@example.com' }, action: 'document.signed', resource: { type: 'document', id: 'f2', name: 'Contract' }, metadata: { z: [1, { y: 2, x: 1 }], a: 'b' } },
+  ];
+  const outcomes = await Promise.allSettled(sent.map((e) => queue.record(e)));
+  await queue.close();
+  expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+  const reason = (outcomes[1] as PromiseRejectedResult).reason as VerificationError;
+  expect(reason).toBeInstanceOf(VerificationError);
+  expect(reason.failures[0]).toMatch(/the service answered it stored with action, metadata other than sent$/);
+});

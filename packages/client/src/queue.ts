@@ -19,7 +19,9 @@
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import { AuditLedgerError, NetworkError, QueueClosedError, QueueFullError } from './errors.ts';
 import type { AuditLedgerClient } from './rest.ts';
+import { differencesFromSent } from './storedAsSent.ts';
 import type { EventInput, Recorded } from './types.ts';
+import { VerificationError } from './verify.ts';
 
 /** The API's largest batch (`BATCH_MAX_EVENTS`). */
 const API_MAX_BATCH = 1000;
@@ -208,7 +210,13 @@ export class DeliveryQueue {
     for (let attempt = 1; ; attempt++) {
       try {
         const { recorded } = await this.client.createBatch(events, { idempotencyKey: key });
-        batch.forEach((p, i) => p.resolve(recorded[i] as Recorded));
+        batch.forEach((p, i) => {
+          const answer = recorded[i] as Recorded;
+          // The receipt proves what the service stored: it must be what was sent.
+          const changed = differencesFromSent(p.event, answer.event);
+          if (changed.length === 0) p.resolve(answer);
+          else p.reject(new VerificationError([`event ${answer.event.id}: the service answered it stored with ${changed.join(', ')} other than sent`]));
+        });
         return;
       } catch (caught) {
         const error = caught instanceof Error ? caught : new Error(String(caught));
