@@ -5,7 +5,7 @@
  * installation checkpoint that includes it is cosigned by a quorum of witnesses. The checks are the
  * service's own verification core (src/client/webVerify.ts, bundled into this package) on WebCrypto.
  */
-import { importVerifier, inclusionFailures, openCheckpoint, sharedNodes, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
+import { importVerifier, inclusionFailures, openCheckpoint, sameBytes, sharedNodes, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
 import { parsePolicy, type Policy, quorumMet } from '../../../src/domain/ledger/witnessFormats.ts';
 import { AuditLedgerError } from './errors.ts';
 import type { Checkpoint, ConsistencyProof, LedgerReceipt, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
@@ -234,8 +234,4 @@ export class ReceiptVerifier {
     const proof = older.size === checkpoint.size ? [] : (await this.source.consistency(older.size, checkpoint.size)).proof;
     if (!(await verifyConsistency(older, checkpoint, proof))) failures.push(`the checkpoint of ${checkpoint.size} does not extend the one of ${older.size} seen before: the log was rewritten`);
   }
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
