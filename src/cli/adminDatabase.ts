@@ -3,6 +3,7 @@
  * writer, no ledger rounds, no instance heartbeat). The database is MONGODB_URI, or the embedded one
  * under DATA_DIR (as for `npm start`).
  */
+import { ProducerClaimStore } from '../db/producerClaimStore';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/env';
 import { ApiKeyRepository } from '../db/apiKeyRepository';
@@ -19,6 +20,8 @@ import { createLogger } from '../logger';
 export interface AdminDatabase {
   orgs: OrgRepository;
   apiKeys: ApiKeyRepository;
+  /** Which keys' events are signed by a producer (services/producerKeys.ts). */
+  producerClaims: ProducerClaimStore;
   ledger: LedgerStore;
   witnesses: WitnessStore;
   /** Self-audit records of the operator's changes, for a running instance to write (db/auditOutbox.ts). */
@@ -34,7 +37,7 @@ export async function withAdminDatabase<T>(use: (db: AdminDatabase) => Promise<T
   try {
     const c = collections(database.db);
     if (options.indexes) await ensureIndexes(c);
-    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c), outbox: new AuditOutbox(c), installation: new InstallationStore(database.db) });
+    return await use({ orgs: new OrgRepository(c, config.planCaps), apiKeys: new ApiKeyRepository(c), producerClaims: new ProducerClaimStore(c), ledger: new LedgerStore(c), witnesses: new WitnessStore(c), outbox: new AuditOutbox(c), installation: new InstallationStore(database.db) });
   } finally {
     await database.close();
   }

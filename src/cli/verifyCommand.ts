@@ -11,6 +11,7 @@ import { type Checkpoint, parseCheckpoint } from '../domain/ledger/formats';
 import { openNote, parseVerifierKey, type Verifier } from '../domain/ledger/note';
 import { ZProofsSidecar } from '../domain/ledger/schemas';
 import { parsePolicy } from '../domain/ledger/witnessFormats';
+import { checkProducerSignatures } from '../client/producerCheck';
 import { checkExport, checkRemembered, type FetchProof, isWholeLog } from '../client/exportCheck';
 import { type RecordVerdict, type Verdict, verdictList } from '../client/verdicts';
 import { checkWitnessed } from '../client/witnessPolicy';
@@ -64,6 +65,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   const found = checkExport(verifier, sidecar, items, record);
   const checkpoint = found.checkpoint;
   if (!checkpoint) return summary(found.treeSize, found.events);
+  await checkProducerSignatures(found.proven, isWholeLog(sidecar.filters), record);
   const remember = options.state ? await checkAgainstState(options, verifier, checkpoint, record) : false;
   if (policyText !== null) witnesses = checkWitnessed(parsePolicy(policyText), verifier, sidecar.checkpoint, sidecar.installation ?? null, record);
   const result = summary(checkpoint.size, found.events);

@@ -63,24 +63,26 @@ export interface ExportFound {
   checkpoint: Checkpoint | null;
   treeSize: number | null;
   events: number;
+  /** The events proven in the signed tree (for the checks that read their content: producer signatures). */
+  proven: TEvent[];
 }
 
 /** Records the checks of an export (`items`, its parsed JSON) against its proofs sidecar. */
 export function checkExport(verifier: Verifier, sidecar: TProofsSidecar, items: unknown, record: RecordVerdict): ExportFound {
   if (!Array.isArray(items)) {
     record(false, 'the export is not a JSON array of events');
-    return { checkpoint: null, treeSize: null, events: 0 };
+    return { checkpoint: null, treeSize: null, events: 0, proven: [] };
   }
   let checkpoint: Checkpoint;
   try {
     checkpoint = parseCheckpoint(openNote(sidecar.checkpoint, verifier));
   } catch (error) {
     record(false, `checkpoint: not signed by ${verifier.name}: ${error instanceof Error ? error.message : String(error)}`);
-    return { checkpoint: null, treeSize: null, events: items.length };
+    return { checkpoint: null, treeSize: null, events: items.length, proven: [] };
   }
   record(checkpoint.size === sidecar.tree_size, `checkpoint of ${checkpoint.size} events signed by ${verifier.text}`);
   const prefix = `${verifier.name}/`;
-  if (!record(checkpoint.origin.startsWith(prefix), `checkpoint origin ${checkpoint.origin} belongs to key ${verifier.name}`)) return { checkpoint: null, treeSize: checkpoint.size, events: items.length };
+  if (!record(checkpoint.origin.startsWith(prefix), `checkpoint origin ${checkpoint.origin} belongs to key ${verifier.name}`)) return { checkpoint: null, treeSize: checkpoint.size, events: items.length, proven: [] };
   const org = checkpoint.origin.slice(prefix.length);
   const filters = sidecar.filters;
 
@@ -90,6 +92,7 @@ export function checkExport(verifier: Verifier, sidecar: TProofsSidecar, items: 
   const leaves = new Map<number, string>();
   /** The log's retention entries among the exported events (their sequence numbers from their proofs). */
   const retention: LogEntry[] = [];
+  const proven: TEvent[] = [];
   let failedEvents = 0;
   let previous: TEvent | undefined;
   items.forEach((item: unknown, position) => {
@@ -126,6 +129,7 @@ export function checkExport(verifier: Verifier, sidecar: TProofsSidecar, items: 
       record(false, `event ${event.id}: not sequence number ${proof.leaf_index + 1} of the signed tree (changed, or moved from its place)`);
     } else {
       // Only a proven entry is an authority.
+      proven.push(event);
       const entry = logEntryOf(proof.leaf_index + 1, event);
       if (entry) retention.push(entry);
     }
@@ -133,7 +137,7 @@ export function checkExport(verifier: Verifier, sidecar: TProofsSidecar, items: 
   for (const missing of proofs.keys()) record(false, `event ${missing}: proven in the sidecar but missing from the export (removed?)`);
   record(failedEvents === 0 && proofs.size === 0, `${items.length - failedEvents} of ${items.length} events are in the signed tree of ${checkpoint.size}`);
   if (isWholeLog(filters)) checkComplete(checkpoint.size, leaves, retention, record);
-  return { checkpoint, treeSize: checkpoint.size, events: items.length };
+  return { checkpoint, treeSize: checkpoint.size, events: items.length, proven };
 }
 
 /**

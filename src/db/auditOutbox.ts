@@ -17,6 +17,7 @@ export const OPERATOR_RECORDS = {
   'audit_ledger.organization.created': 'organization',
   'audit_ledger.key.created': 'api_key',
   'audit_ledger.key.revoked': 'api_key',
+  'audit_ledger.key.producer_bound': 'api_key',
 } as const;
 
 export type OperatorAction = keyof typeof OPERATOR_RECORDS;

@@ -3,7 +3,7 @@ import type { Collection, Db, IndexDescription } from 'mongodb';
 import { isDuplicateKey } from './errors';
 import { migrateKeptLeaves } from './tombstones';
 import type {
-  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, EndedSessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
+  AccountDoc, ApiKeyDoc, ApiKeyUseDoc, ProducerClaimDoc, AuthAttemptDoc, RevocationMarkDoc, EventDoc, IdempotencyClaimDoc, InstanceDoc, LedgerCheckpointDoc, LedgerCosignatureDoc, LedgerEntryDoc, LedgerHeadDoc, LedgerTileDoc, LedgerWitnessDoc, OrgDoc, SessionDoc, EndedSessionDoc, ExportLeaseDoc, StreamDoc, StreamProgressDoc,
   MemberDoc, InvitationDoc, InvitationUseDoc, AuditOutboxDoc, RetentionHoldDoc, LegacyKeptLeafDoc, RetentionStateDoc, StoredEvent, ForeignRowDoc, InstallationStateDoc,
 } from './documents';
 
@@ -18,6 +18,8 @@ export interface Collections {
   orgs: Collection<OrgDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   apiKeyUses: Collection<ApiKeyUseDoc>;
+  /** Whether each used or bound API key's events are signed, settled once (services/producerKeys.ts). */
+  producerClaims: Collection<ProducerClaimDoc>;
   /** One document, read and written by `_id`. */
   revocations: Collection<RevocationMarkDoc>;
   accounts: Collection<AccountDoc>;
@@ -71,6 +73,7 @@ export function collections(db: Db): Collections {
     orgs: db.collection<OrgDoc>('organizations'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
     apiKeyUses: db.collection<ApiKeyUseDoc>('api_key_uses'),
+    producerClaims: db.collection<ProducerClaimDoc>('producer_claims'),
     revocations: db.collection<RevocationMarkDoc>('key_revocations'),
     accounts: db.collection<AccountDoc>('accounts'),
     sessions: db.collection<SessionDoc>('sessions'),
@@ -179,6 +182,8 @@ const STREAM_INDEXES: IndexDescription[] = [
 
 // An organization's legal holds (read at each prune and erasure).
 const HOLD_INDEXES: IndexDescription[] = [{ key: { org_id: 1 }, name: 'org' }];
+/** The dashboard's list of an organization's bound keys. */
+const PRODUCER_CLAIM_INDEXES: IndexDescription[] = [{ key: { org_id: 1 }, name: 'org' }];
 
 const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
   // Counting recent attempts in one bucket.
@@ -191,6 +196,7 @@ const AUTH_ATTEMPT_INDEXES: IndexDescription[] = [
 export const DECLARED_INDEXES: Readonly<Record<string, readonly IndexDescription[]>> = {
   events: EVENT_INDEXES,
   api_keys: API_KEY_INDEXES,
+  producer_claims: PRODUCER_CLAIM_INDEXES,
   accounts: ACCOUNT_INDEXES,
   sessions: SESSION_INDEXES,
   auth_attempts: AUTH_ATTEMPT_INDEXES,

@@ -85,6 +85,20 @@ export interface RevocationMarkDoc {
   mark: string;
 }
 
+/**
+ * What an API key's events must carry, settled once (services/producerKeys.ts): written by the first of
+ * its first event (`producer_key` null: never bound) or its binding, and never changed, so no update
+ * can race another (FerretDB's updates are not atomic; its unique `_id` is).
+ */
+export interface ProducerClaimDoc {
+  /** The key's public id (`key_…`). */
+  _id: string;
+  org_id: string;
+  /** The producer's Ed25519 verifier key, or null: the key's events are not signed. */
+  producer_key: string | null;
+  at: Date;
+}
+
 export interface ApiKeyUseDoc {
   /** The key's hash (its document's `_id`). */
   _id: string;

@@ -4,6 +4,7 @@
  * (src/services/container.ts) and the admin command line's opener build this from the collections;
  * nothing above `db/` sees the collections themselves (test/unit/architecture).
  */
+import { ProducerClaimStore } from './producerClaimStore';
 import { ApiKeyRepository } from './apiKeyRepository';
 import type { Collections } from './database';
 import { EventInserts } from './eventInserts';
@@ -46,6 +47,8 @@ export class Stores {
   /** The ledger's integrator rounds, audits and reseals (`forTenant` for one organization's). */
   readonly ledger: LedgerStore;
   readonly apiKeys: ApiKeyRepository;
+  /** Whether each key's events are signed by a producer (services/producerKeys.ts). */
+  readonly producerClaims: ProducerClaimStore;
   /** Export slots held across the installation. */
   readonly exportLeases: ExportLeaseStore;
   /** What the installation knows of its witnesses. */
@@ -79,6 +82,7 @@ export class Stores {
     this.inserts = new EventInserts(c, log, rowMac, this.foreign);
     this.ledger = new LedgerStore(c, this.foreign);
     this.apiKeys = new ApiKeyRepository(c);
+    this.producerClaims = new ProducerClaimStore(c);
     this.exportLeases = new ExportLeaseStore(c);
     this.witnesses = new WitnessStore(c);
     this.accounts = new AccountRepository(c);

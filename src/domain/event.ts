@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { CSV_COLUMNS as CSV_FIELDS, EVENT_FIELDS, type EventField, type TEvent } from './eventFields';
 import { ZLedgerReceipt, ZSeq } from './ledger/receipt';
 import { ZRemovedNotice } from './retention';
+import { isReservedAction, RESERVED_ACTION_PREFIX } from './selfAudit';
 import { text } from './text';
 import { parseIsoDateTime, parseRangeBound } from './time';
 
@@ -70,16 +71,7 @@ export const ZMetadata = z
   })
   .meta({ override: { type: 'object', additionalProperties: true } });
 
-/**
- * The service's own records (self-audit, retention entries) have actions in this namespace; clients may
- * not send them, so that no client event can be taken for one by a person reading the log. (Authority is
- * decided by who stored an event, never by its action: domain/retention.ts, `isRetentionEntry`.)
- */
-export const RESERVED_ACTION_PREFIX = 'audit_ledger.';
-
-export function isReservedAction(action: string): boolean {
-  return action.trim().toLowerCase().startsWith(RESERVED_ACTION_PREFIX);
-}
+export { isReservedAction, RESERVED_ACTION_PREFIX } from './selfAudit';
 
 /** A string parsed into a Date once, here: `parse` returns null for what it refuses, with `message`. */
 const parsedDate = (schema: z.ZodString, parse: (text: string) => Date | null, message: string) =>
@@ -121,6 +113,9 @@ export const ZCreateEventInput = z
       metadata: ZMetadata.nullish(),
       organization_id: optionalText(LIMITS.id).refine((v) => v !== '', 'must not be empty'),
       timestamp: ZEventTimestampInput.nullish(),
+      producer_signature: optionalText(LIMITS.id).meta({
+        description: 'Required from an API key bound to a producer key, refused from any other: the producer\'s Ed25519 signature (base64) of the event\'s content (docs/ledger.md, "Producer signatures")',
+      }),
     },
   )
   .meta({ id: 'CreateEventInput' });
@@ -156,7 +151,7 @@ export const ZCreateBatchRequest = z
 
 /** A field's schema in the API form, by its kind (src/domain/eventFields.ts). */
 function apiSchema(field: EventField): z.ZodType {
-  const base = field.kind === 'json' ? z.record(z.string(), z.unknown()) : field.kind === 'optionalText' ? z.string().nullable() : z.string();
+  const base = field.kind === 'json' ? z.record(z.string(), z.unknown()) : field.omitWhenNull ? z.string().optional() : field.kind === 'optionalText' ? z.string().nullable() : z.string();
   const meta = { ...(field.description ? { description: field.description } : {}), ...(field.examples ? { examples: [...field.examples] } : {}) };
   return Object.keys(meta).length ? base.meta(meta) : base;
 }
@@ -164,7 +159,9 @@ function apiSchema(field: EventField): z.ZodType {
 /** An event as the API shows it: every field of the table, in its order. */
 export const ZEvent = z
   .object(Object.fromEntries((EVENT_FIELDS as readonly EventField[]).map((field) => [field.api, apiSchema(field)])))
-  .meta({ id: 'Event' }) as unknown as z.ZodObject<{ [K in keyof TEvent]-?: z.ZodType<TEvent[K]> }>;
+  .meta({ id: 'Event' }) as unknown as z.ZodObject<{
+  [K in keyof TEvent]-?: undefined extends TEvent[K] ? z.ZodOptional<z.ZodType<Exclude<TEvent[K], undefined>>> : z.ZodType<TEvent[K]>;
+}>;
 export type { TEvent };
 
 /**

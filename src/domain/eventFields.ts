@@ -32,6 +32,11 @@ export interface EventField {
   readonly defaultsToOwner?: boolean;
   /** One of the CSV export's columns (the interface's, in this order). */
   readonly csv?: boolean;
+  /**
+   * Absent rather than null when not given: from the API form, the stored document, the ledger's hash
+   * input and the request hash. A field added after events were stored keeps their hashes and shapes.
+   */
+  readonly omitWhenNull?: boolean;
   readonly description?: string;
   readonly examples?: readonly string[];
 }
@@ -50,18 +55,30 @@ export const EVENT_FIELDS = [
   { api: 'metadata', stored: 'metadata', kind: 'json', input: ['metadata'] },
   { api: 'organization_id', stored: 'organization_id', kind: 'text', input: ['organization_id'], max: 'id', defaultsToOwner: true, csv: true },
   { api: 'api_key_id', stored: 'api_key_id', kind: 'text', max: 'id' },
+  // Only on events of an API key bound to a producer key (src/domain/producerSignature.ts).
+  {
+    api: 'producer_signature', stored: 'producer_signature', kind: 'optionalText', input: ['producer_signature'], max: 'id', omitWhenNull: true,
+    description: 'The producer\'s Ed25519 signature (base64) of the event\'s content, present only on events of an API key bound to a producer key (docs/ledger.md, "Producer signatures")',
+  },
 ] as const satisfies readonly EventField[];
 
 type Field = (typeof EVENT_FIELDS)[number];
+type Omissible = Extract<Field, { omitWhenNull: true }>;
+type Always = Exclude<Field, Omissible>;
 type ApiType<K extends FieldKind> = K extends 'json' ? Record<string, unknown> : K extends 'optionalText' ? string | null : string;
 type StoredType<K extends FieldKind> = K extends 'json' ? string : K extends 'time' ? Date : K extends 'optionalText' ? string | null : string;
 
 /** An event as the API shows it. */
-export type TEvent = { [F in Field as F['api']]: ApiType<F['kind']> };
+export type TEvent = { [F in Always as F['api']]: ApiType<F['kind']> } & { [F in Omissible as F['api']]?: string };
 /** The table's fields as an event document stores them. */
-export type StoredEventFields = { [F in Field as F['stored']]: StoredType<F['kind']> };
+export type StoredEventFields = { [F in Always as F['stored']]: StoredType<F['kind']> } & { [F in Omissible as F['stored']]?: string };
 /** What a create body gives (the stored fields the client sets), before the service adds its own. */
-export type EventContent = { [F in Field as F extends { input: readonly string[] } ? F['stored'] : never]: F['kind'] extends 'time' ? Date | null : StoredType<F['kind']> };
+export type EventContent = { [F in Always as F extends { input: readonly string[] } ? F['stored'] : never]: F['kind'] extends 'time' ? Date | null : StoredType<F['kind']> } & {
+  [F in Omissible as F['stored']]?: string;
+};
+
+/** Whether a field's value is left out where it is written (an omissible field's null or absence). */
+export const leftOut = (field: EventField, value: unknown): boolean => field.omitWhenNull === true && (value === null || value === undefined);
 
 /**
  * A stored field's API value; `parseJson` false leaves a json field as the text it is stored as (for
@@ -86,7 +103,7 @@ export function deriveFromFields(table: readonly EventField[]) {
     toApiEvent: (doc: StoredEventFields): TEvent => {
       const stored = doc as unknown as Record<string, unknown>;
       const event: Record<string, unknown> = {};
-      for (const field of table) event[field.api] = apiValue(field, stored[field.stored], true);
+      for (const field of table) if (!leftOut(field, stored[field.stored])) event[field.api] = apiValue(field, stored[field.stored], true);
       return event as TEvent;
     },
 
@@ -98,6 +115,7 @@ export function deriveFromFields(table: readonly EventField[]) {
       const stored = doc as unknown as Record<string, unknown>;
       let text = '';
       for (const field of table) {
+        if (leftOut(field, stored[field.stored])) continue;
         const value = apiValue(field, stored[field.stored], false);
         text += `${text ? ',' : '{'}"${field.api}":${field.kind === 'json' ? (value as string) : JSON.stringify(value)}`;
       }
@@ -111,7 +129,7 @@ export function deriveFromFields(table: readonly EventField[]) {
     hashInputOfStored: (doc: StoredEventFields): Record<string, unknown> => {
       const stored = doc as unknown as Record<string, unknown>;
       const out: Record<string, unknown> = {};
-      for (const field of table) out[field.api] = apiValue(field, stored[field.stored], false);
+      for (const field of table) if (!leftOut(field, stored[field.stored])) out[field.api] = apiValue(field, stored[field.stored], false);
       return out;
     },
 
@@ -119,7 +137,7 @@ export function deriveFromFields(table: readonly EventField[]) {
     hashInputOfEvent: (event: TEvent): Record<string, unknown> => {
       const given = event as unknown as Record<string, unknown>;
       const out: Record<string, unknown> = {};
-      for (const field of table) out[field.api] = field.kind === 'json' ? JSON.stringify(given[field.api]) : given[field.api];
+      for (const field of table) if (!leftOut(field, given[field.api])) out[field.api] = field.kind === 'json' ? JSON.stringify(given[field.api]) : given[field.api];
       return out;
     },
 
@@ -131,7 +149,7 @@ export function deriveFromFields(table: readonly EventField[]) {
         for (const step of field.input ?? []) value = (value as Record<string, unknown> | null | undefined)?.[step];
         if (field.kind === 'json') value = JSON.stringify(value ?? {});
         else if (value === undefined || value === null) value = field.defaultsToOwner ? owner : null;
-        content[field.stored] = value;
+        if (!leftOut(field, value)) content[field.stored] = value;
       }
       return content as EventContent;
     },
@@ -139,7 +157,7 @@ export function deriveFromFields(table: readonly EventField[]) {
     /** The client's fields of a content, in table order, as the request hash takes them (times as ISO text). */
     clientValues: (content: EventContent): unknown[] => {
       const stored = content as unknown as Record<string, unknown>;
-      return clientFields.map((field) => {
+      return clientFields.filter((field) => !leftOut(field, stored[field.stored])).map((field) => {
         const value = stored[field.stored];
         return field.kind === 'time' ? ((value as Date | null)?.toISOString() ?? null) : value;
       });

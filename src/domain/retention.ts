@@ -7,7 +7,7 @@
  * reading of the entries a verifier makes, `checkRetention`, is the client's (src/client/retentionCheck.ts).
  */
 import { z } from 'zod';
-import { SELF_AUDIT_KEY_ID } from './selfAudit';
+import { PRODUCER_BOUND_ACTION, SELF_AUDIT_KEY_ID } from './selfAudit';
 
 export const DAY_MS = 86_400_000;
 
@@ -32,6 +32,14 @@ export function isRetentionAction(action: string): action is RetentionAction {
  */
 export function isRetentionEntry(event: { action: string; api_key_id: string }): boolean {
   return event.api_key_id === SELF_AUDIT_KEY_ID && ACTIONS.has(event.action);
+}
+
+/**
+ * Whether no prune or erasure removes an event: the retention entries, and the producer-key bindings,
+ * which verifiers read to know whose events must be signed (domain/producerSignature.ts).
+ */
+export function isKeptEntry(event: { action: string; api_key_id: string }): boolean {
+  return isRetentionEntry(event) || (event.api_key_id === SELF_AUDIT_KEY_ID && event.action === PRODUCER_BOUND_ACTION);
 }
 
 /** Why an erasure was made: a code, never the data or the requester's words. */

@@ -12,6 +12,7 @@ export const SELF_AUDIT_ACTIONS = {
   'audit_ledger.member.left': 'A member left the organization',
   'audit_ledger.key.created': 'An API key was created (metadata: scopes)',
   'audit_ledger.key.revoked': 'An API key was revoked',
+  'audit_ledger.key.producer_bound': 'An API key was bound to a producer\'s Ed25519 key before its first event (metadata: producer_key); from then on every event of the key carries the producer\'s signature. Recorded under the service\'s key id and never pruned or erased: verifiers learn the bindings from it',
   'audit_ledger.stream.created': 'A log stream was created (metadata: destination type, format)',
   'audit_ledger.stream.paused': 'A log stream was paused',
   'audit_ledger.stream.resumed': 'A log stream was resumed',
@@ -27,6 +28,20 @@ export const SELF_AUDIT_ACTIONS = {
 } as const;
 
 export type SelfAuditAction = keyof typeof SELF_AUDIT_ACTIONS;
+
+/** The service's record that a key was bound to a producer key (domain/producerSignature.ts). */
+export const PRODUCER_BOUND_ACTION = 'audit_ledger.key.producer_bound' satisfies SelfAuditAction;
+/**
+ * The service's own records (self-audit, retention entries) have actions in this namespace; clients may
+ * not send them, so that no client event can be taken for one by a person reading the log. (Authority is
+ * decided by who stored an event, never by its action: domain/retention.ts, `isRetentionEntry`.)
+ */
+export const RESERVED_ACTION_PREFIX = 'audit_ledger.';
+
+export function isReservedAction(action: string): boolean {
+  return action.trim().toLowerCase().startsWith(RESERVED_ACTION_PREFIX);
+}
+
 
 /** The `api_key_id` of the events the service records itself (no key sent them). */
 export const SELF_AUDIT_KEY_ID = 'audit_ledger';

@@ -56,7 +56,7 @@ function wireSchema(field: EventField): z.ZodType {
 }
 
 const ZDraft = z.strictObject({
-  ...Object.fromEntries((EVENT_FIELDS as readonly EventField[]).map((field) => [field.stored, wireSchema(field)])),
+  ...Object.fromEntries((EVENT_FIELDS as readonly EventField[]).map((field) => [field.stored, field.omitWhenNull ? wireSchema(field).optional() : wireSchema(field)])),
   tenant: id,
   received_at: ZDate,
   idempotency_key: ZIdempotencyKey.optional(),

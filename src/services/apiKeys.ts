@@ -6,7 +6,8 @@ import { DEFAULT_SCOPES, type Scope, SCOPES } from '../domain/apiKey';
 import { canGrant } from '../domain/roles';
 import type { Clock } from '../domain/time';
 import { apiKeyView, type ApiKeyRepository, type ApiKeyView } from '../db/apiKeyRepository';
-import type { ApiKeyAuthenticator, SessionPrincipal } from './auth';
+import type { ApiKeyAuthenticator, ApiKeyPrincipal, SessionPrincipal } from './auth';
+import { bindingEntry, type ProducerKeys } from './producerKeys';
 import { actorOf, type SelfAudit } from './selfAudit';
 
 export const ZApiKeyName = text().trim().min(1).max(100);
@@ -16,6 +17,9 @@ export const ZCreateApiKeyInput = z.strictObject({
   scopes: z.array(z.enum(SCOPES)).min(1).optional(),
 });
 export const ZRevokeApiKeyInput = z.strictObject({ id: text().min(1).max(100) });
+/** A producer's Ed25519 verifier key (C2SP note format); checked by services/producerKeys.ts. */
+export const ZProducerKey = text().trim().min(1).max(512).meta({ description: 'The producer\'s Ed25519 verifier key: <name>+<key id>+<base64 key>, as Go\'s note.GenerateKey and the client package make' });
+export const ZBindProducerKeyInput = z.strictObject({ id: text().min(1).max(100), producer_key: ZProducerKey });
 
 export class ApiKeyService {
   constructor(
@@ -23,6 +27,7 @@ export class ApiKeyService {
     private readonly auth: ApiKeyAuthenticator,
     private readonly audit: SelfAudit,
     private readonly clock: Clock,
+    private readonly producers: ProducerKeys,
   ) {}
 
   /** Creates a key; the answer is the only place its value ever appears. A member grants only the scopes their role may (`canGrant`). */
@@ -34,8 +39,21 @@ export class ApiKeyService {
     return { key, apiKey: apiKeyView(doc) };
   }
 
-  async list(principal: SessionPrincipal): Promise<ApiKeyView[]> {
-    return (await this.keys.forOrg(principal.tenant).list('newest')).map(apiKeyView);
+  async list(principal: SessionPrincipal): Promise<(ApiKeyView & { producer_key: string | null })[]> {
+    const [docs, bound] = await Promise.all([this.keys.forOrg(principal.tenant).list('newest'), this.producers.boundIn(principal.tenant)]);
+    return docs.map((doc) => ({ ...apiKeyView(doc), producer_key: bound.get(doc.key_id) ?? null }));
+  }
+
+  /**
+   * Binds a key of the principal's organization to a producer key, before its first event (a key binds
+   * only itself): from then on the service refuses its events unless the producer signed them.
+   */
+  async bindProducer(principal: SessionPrincipal | ApiKeyPrincipal, keyId: string, producerKey: string): Promise<{ api_key_id: string; producer_key: string }> {
+    if (principal.kind === 'apiKey' && principal.keyId !== keyId) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    return this.producers.bind(principal.tenant, keyId, producerKey, (name, text) => {
+      const entry = bindingEntry(actorOf(principal), keyId, name, text);
+      return this.audit.record(principal.tenant, entry.actor, entry.action, entry.resource, entry.metadata);
+    });
   }
 
   /** Revokes at once: the next API request with the key is refused, in this process and every other. */

@@ -23,6 +23,7 @@ import { Witnesses } from '../ledger/witnesses';
 import type { Policy } from '../domain/ledger/witnessFormats';
 import { AccountService } from './accounts';
 import { ApiKeyService } from './apiKeys';
+import { ProducerKeys } from './producerKeys';
 import { ApiKeyAuthenticator } from './auth';
 import { AuthThrottle, DEFAULT_THROTTLE, type ThrottlePolicy } from './authThrottle';
 import { EventService } from './events';
@@ -197,7 +198,8 @@ export async function createServices(
   const ingest = new Ingest(stores, writer, instanceAuth, log, forgetKey, config.ingestWriters);
   const { limits } = config;
   const idempotent = new IdempotentWrites(stores, ingest, clock, log, config.idempotencyTtlMs);
-  const events = new EventService(stores, ingest, idempotent, clock, integrator, limits);
+  const producers = new ProducerKeys(stores.producerClaims, apiKeys, clock);
+  const events = new EventService(stores, ingest, idempotent, clock, integrator, limits, producers);
   // The admin CLI seals its outbox records with the row key from the key file; without it nothing is drained.
   const selfAudit = new SelfAudit(ingest, stores.outbox, rowMac, clock, log);
 
@@ -229,7 +231,7 @@ export async function createServices(
     ledgerReads: new LedgerService(ledgerReader, events, witnesses),
     streams: new StreamService(stores.streams, (tenant) => stores.events(tenant), box, streamDelivery, selfAudit, clock),
     retention,
-    keys: new ApiKeyService(apiKeys, auth, selfAudit, clock),
+    keys: new ApiKeyService(apiKeys, auth, selfAudit, clock, producers),
     usage: new UsageService(events, orgs, clock),
     viewerTokens: new ViewerTokens(viewerSecret, apiKeys, { maxMinutes: config.viewer.maxMinutes, publicUrl: config.publicUrl }, clock),
     // Sessions too get the installation's rate from all instances together (src/http/rateLimit.ts).

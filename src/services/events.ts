@@ -14,6 +14,7 @@ import type { ApiKeyPrincipal, Principal } from './auth';
 import { draftsOf, type EventContent, freshStamp, type IdempotentWrites, type WriteKind, type Written } from './idempotency';
 import { ExportSlots } from './exportSlots';
 import { contentOf } from '../domain/eventFields';
+import type { ProducerKeys } from './producerKeys';
 
 export const DEFAULT_PAGE_SIZE = 50;
 
@@ -74,6 +75,8 @@ export class EventService {
     /** Answers each write's ledger receipts. */
     private readonly ledger: Pick<LedgerIntegrator, 'receipt'>,
     private readonly limits: Pick<Limits, 'metadataBytes' | 'listPageBytes' | 'exportsPerOrg' | 'exportTimeoutMs' | 'batchEvents'>,
+    /** What each key's events must carry: a producer's signature, or none. */
+    private readonly producers: Pick<ProducerKeys, 'check'>,
   ) {
     this.exportSlots = new ExportSlots(limits.exportsPerOrg, limits.exportTimeoutMs, stores.exportLeases, clock);
   }
@@ -88,6 +91,7 @@ export class EventService {
     const problems: string[] = [];
     const content = this.contentOf(principal.tenant, input, 'metadata', problems);
     if (problems.length) throw this.metadataTooLarge(problems);
+    await this.producers.check(principal.tenant, principal.keyId, [content], () => '');
     const { docs, replayed } = await this.store(principal, 'event', [content], key);
     const doc = docs[0] as StoredEvent;
     return { output: { success: true, event: this.answerOf(doc), ledger: this.receiptOf(doc) }, replayed };
@@ -99,6 +103,7 @@ export class EventService {
     const problems: string[] = [];
     const contents = events.map((input, i) => this.contentOf(principal.tenant, input, `events[${i}].metadata`, problems));
     if (problems.length) throw this.metadataTooLarge(problems);
+    await this.producers.check(principal.tenant, principal.keyId, contents, (i) => `events[${i}].`);
     const { docs, replayed } = await this.store(principal, 'batch', contents, key);
     return { output: { success: true, events: docs.map((doc) => this.answerOf(doc)), ledger: docs.map((doc) => this.receiptOf(doc)) }, replayed };
   }

@@ -21,7 +21,7 @@ import type { ExportLeaseStore } from '../db/exportLeaseStore';
 import type { RetentionStore } from '../db/retentionStore';
 import { AppError } from '../domain/errors';
 import {
-  DAY_MS, holdMatches, holdsEverything, isRetentionEntry, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionHold, type TRetentionView,
+  DAY_MS, holdMatches, holdsEverything, isKeptEntry, isShorter, policyAt, RETENTION_ACTIONS, type TErasureReason, type THoldFilter, type TRemovedNotice, type TRetentionHold, type TRetentionView,
 } from '../domain/retention';
 import { formatRanges } from '../client/retentionCheck';
 import type { Clock } from '../domain/time';
@@ -176,7 +176,7 @@ export class RetentionService {
     const tenant = principal.tenant;
     return this.leased(tenant, async () => {
       const holds = await this.store.holdsInForce(tenant);
-      const docs = (await this.store.matching(tenant, which)).filter((doc) => !isRetentionEntry(doc));
+      const docs = (await this.store.matching(tenant, which)).filter((doc) => !isKeptEntry(doc));
       const record = (part: Removal, held: number) => this.audit.record(tenant, actorOf(principal), RETENTION_ACTIONS.erased, { type: 'erasure', id: `erasure_${uuidv7()}` }, {
         ranges: formatRanges(part.map((doc) => doc.seq)), count: part.length, reason, held,
       });
@@ -249,7 +249,7 @@ export class RetentionService {
         pending = [];
       };
       for await (const batch of this.store.receivedBefore(tenant, cutoff, signed)) {
-        const picked = this.select(batch.filter((doc) => !isRetentionEntry(doc)), holds);
+        const picked = this.select(batch.filter((doc) => !isKeptEntry(doc)), holds);
         heldSince += picked.held;
         total.held += picked.held;
         pending.push(...picked.removal);

@@ -19,7 +19,7 @@ import { describeDbError } from '../db/errors';
 import { isOwnOutbox } from '../db/rowMacs';
 import type { RowMac } from '../domain/ledger/rowMac';
 import { isRetentionAction } from '../domain/retention';
-import { type AuditActor, type AuditResource, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
+import { type AuditActor, type AuditResource, PRODUCER_BOUND_ACTION, type SelfAuditAction, SELF_AUDIT_KEY_ID } from '../domain/selfAudit';
 import type { Clock } from '../domain/time';
 import type { Ingest } from '../ingest/ingest';
 import { draftsOf, freshStamp } from './idempotency';
@@ -56,9 +56,10 @@ export class SelfAudit {
       metadata: JSON.stringify({ actor_type: actor.type, ...(actor.type === 'member' ? { role: actor.role } : {}), ...(actor.type === 'api_key' && actor.scopes ? { scopes: [...actor.scopes] } : {}), ...metadata }),
       organization_id: tenant,
     };
-    // A retention entry is an authority for removals, and verifiers take only the service's own as one
-    // (domain/retention.ts): made with a key, it keeps `audit_ledger` and names the key as its actor.
-    const keyId = actor.type === 'api_key' && !isRetentionAction(action) ? actor.keyId : SELF_AUDIT_KEY_ID;
+    // A retention entry is an authority for removals, a binding one for whose events must be signed, and
+    // verifiers take only the service's own as either (domain/retention.ts, domain/producerSignature.ts):
+    // made with a key, it keeps `audit_ledger` and names the key as its actor.
+    const keyId = actor.type === 'api_key' && !isRetentionAction(action) && action !== PRODUCER_BOUND_ACTION ? actor.keyId : SELF_AUDIT_KEY_ID;
     const stamp = given ? { ids: [given.id], receivedAt: now, apiKeyId: keyId } : freshStamp(1, now, keyId);
     const [doc] = await this.ingest.writeOwn(draftsOf(tenant, [content], stamp));
     return doc as EventDoc;

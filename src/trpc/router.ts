@@ -5,6 +5,7 @@ import { createEventBatch } from './events/createBatch';
 import { exportEvents } from './events/export';
 import { getEvent } from './events/get';
 import { listEvents } from './events/list';
+import { bindProducerKey } from './events/producerKey';
 import { router } from './init';
 import { eventProof, ledgerCheckpoint, ledgerConsistency, ledgerKey } from './ledger/procedures';
 import { mintViewerToken, viewerRouter } from './viewer/procedures';
@@ -19,6 +20,7 @@ export const appRouter = router({
     list: listEvents,
     export: exportEvents,
     proof: eventProof,
+    bindProducerKey,
   }),
   ledger: router({
     key: ledgerKey,

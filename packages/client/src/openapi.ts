@@ -79,6 +79,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/producer-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Bind this API key to a producer's Ed25519 key: from then on every event it sends must be signed by the producer (docs/ledger.md, "Producer signatures") */
+        put: operations["events-bindProducerKey"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ledger/key": {
         parameters: {
             query?: never;
@@ -418,6 +435,8 @@ export interface components {
             } | null;
             organization_id?: string | null;
             timestamp?: string | null;
+            /** @description Required from an API key bound to a producer key, refused from any other: the producer's Ed25519 signature (base64) of the event's content (docs/ledger.md, "Producer signatures") */
+            producer_signature?: string | null;
         };
         Event: {
             /** @description UUID (version 7, time-ordered) assigned by the service */
@@ -439,6 +458,8 @@ export interface components {
             };
             organization_id: string;
             api_key_id: string;
+            /** @description The producer's Ed25519 signature (base64) of the event's content, present only on events of an API key bound to a producer key (docs/ledger.md, "Producer signatures") */
+            producer_signature?: string;
         };
         RemovedEvent: {
             /** @description The event's id, as first answered */
@@ -500,6 +521,12 @@ export interface components {
             inclusion_path: string[];
             /** @description The signed checkpoint of tree_size */
             checkpoint: string;
+        };
+        ProducerBinding: {
+            /** @description The key bound: the one that made the request */
+            api_key_id: string;
+            /** @description The producer key, in its one spelling: every later event of the key must carry its signature */
+            producer_key: string;
         };
         LedgerCheckpoint: {
             /** @description <LEDGER_NAME>/<organization id> */
@@ -697,7 +724,7 @@ export interface components {
             /** @description Human-readable; the spec's fixed texts, e.g. "Missing required fields" */
             message: string;
             /** @enum {string} */
-            code: "MISSING_REQUIRED_FIELDS" | "VALIDATION_FAILED" | "MALFORMED_JSON" | "INVALID_CURSOR" | "MISSING_AUTHORIZATION" | "INVALID_API_KEY" | "INSUFFICIENT_SCOPE" | "LEGAL_HOLD" | "RETENTION_BUSY" | "HOLD_NOT_FOUND" | "NOT_FOUND" | "EVENT_NOT_FOUND" | "CHECKPOINT_NOT_FOUND" | "STREAM_NOT_FOUND" | "STREAM_LIMIT_REACHED" | "METHOD_NOT_ALLOWED" | "EVENT_REFUSED" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_UNVERIFIABLE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MONTHLY_LIMIT_REACHED" | "RATE_LIMITED" | "TOO_MANY_EXPORTS" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "MISSING_REQUIRED_FIELDS" | "VALIDATION_FAILED" | "MALFORMED_JSON" | "INVALID_CURSOR" | "EVENT_SIGNATURE_INVALID" | "MISSING_AUTHORIZATION" | "INVALID_API_KEY" | "INSUFFICIENT_SCOPE" | "LEGAL_HOLD" | "RETENTION_BUSY" | "HOLD_NOT_FOUND" | "NOT_FOUND" | "EVENT_NOT_FOUND" | "CHECKPOINT_NOT_FOUND" | "STREAM_NOT_FOUND" | "STREAM_LIMIT_REACHED" | "PRODUCER_KEY_CONFLICT" | "METHOD_NOT_ALLOWED" | "EVENT_REFUSED" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_UNVERIFIABLE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MONTHLY_LIMIT_REACHED" | "RATE_LIMITED" | "TOO_MANY_EXPORTS" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             /** @description Offending request fields, as dotted paths (at most 20) */
             fields?: string[];
             /** @description How many fields were offending, when `fields` names only the first 20 */
@@ -808,6 +835,8 @@ export interface operations {
                     } | null;
                     organization_id?: string | null;
                     timestamp?: string | null;
+                    /** @description Required from an API key bound to a producer key, refused from any other: the producer's Ed25519 signature (base64) of the event's content (docs/ledger.md, "Producer signatures") */
+                    producer_signature?: string | null;
                     /** @description Makes retries safe: a request repeated with the same key stores nothing new and answers as the first did (docs/api.md, decision 17) */
                     idempotency_key?: string;
                 };
@@ -1126,6 +1155,78 @@ export interface operations {
             };
             /** @description Event not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "events-bindProducerKey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The producer's Ed25519 verifier key: <name>+<key id>+<base64 key>, as Go's note.GenerateKey and the client package make */
+                    producer_key: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The binding (also recorded in the organization's log); the same binding again answers the same */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProducerBinding"];
+                };
+            };
+            /** @description Missing required fields, or an invalid field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid authorization header / Invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_SCOPE: the API key lacks events:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PRODUCER_KEY_CONFLICT: the key already has events, or another producer key */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1479,7 +1580,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description STREAM_LIMIT_REACHED: the organization has the most streams it may have */
+            /** @description PRODUCER_KEY_CONFLICT: the key already has events, or another producer key */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2424,7 +2525,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description STREAM_LIMIT_REACHED: the organization has the most streams it may have */
+            /** @description PRODUCER_KEY_CONFLICT: the key already has events, or another producer key */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -4,6 +4,7 @@
  * the organization's log (services/selfAudit.ts), each record sealed with the row key derived from the
  * signing key file: a running instance writes no record without it, so those commands need the key file.
  */
+import { bindingEntry, ProducerKeys } from '../../services/producerKeys';
 import { DEFAULT_SCOPES, type Scope, SCOPES } from '../../domain/apiKey';
 import { loadConfig } from '../../config/env';
 import { apiKeyView } from '../../db/apiKeyRepository';
@@ -130,6 +131,27 @@ export const adminCommands: Command[] = [
         const view = apiKeyView(doc);
         return { json: { id: view.id, status: view.status, revoked_at: view.revoked_at }, text: `Revoked ${view.id}` };
       });
+    },
+  },
+  {
+    words: 'key bind-producer',
+    summary: 'bind a key to a producer\'s Ed25519 key, before its first event: every event it sends must then be signed',
+    synopsis: '--org ORG_ID --producer-key VKEY KEY_ID',
+    details: 'VKEY is the producer\'s verifier key, <name>+<key id>+<base64 key> (the client package\'s generateProducerKey() prints one). A key that has sent an event, or has another producer key, cannot be bound; binding the same producer key again is harmless. The binding is recorded in the organization\'s log, where verifiers read it.',
+    options: { org: str, 'producer-key': str },
+    positionals: { min: 1, max: 1 },
+    async run(values, [keyId = '']) {
+      const orgId = need(values, 'org');
+      const producerKey = need(values, 'producer-key');
+      const mac = outboxKey('key bind-producer');
+      return withAdminDatabase(async (db) => {
+        const producers = new ProducerKeys(db.producerClaims, db.apiKeys, systemClock);
+        const bound = await producers.bind(orgId, keyId, producerKey, (name, text) => {
+          const entry = bindingEntry({ type: 'operator' }, keyId, name, text);
+          return db.outbox.add(mac, orgId, entry.action, entry.resource, entry.metadata, systemClock.now());
+        });
+        return { json: bound, text: `Bound ${bound.api_key_id} to producer key ${bound.producer_key}: its events must now carry the producer's signature` };
+      }, { indexes: true });
     },
   },
   {

@@ -5,7 +5,7 @@
  * the dashboard (WebCrypto), so the browser checks exactly what the server writes.
  */
 import canonicalize from 'canonicalize';
-import { EVENT_FIELDS, type EventField } from '../eventFields';
+import { EVENT_FIELDS, type EventField, leftOut } from '../eventFields';
 
 /**
  * Leaf versions. v1 commits to the event's plain SHA-256 (events written before retention existed); v2
@@ -65,6 +65,7 @@ export function canonicalEventText(fields: Readonly<Record<string, unknown>>): s
   let text = '';
   for (const field of CANONICAL_ORDER) {
     const value = fields[field.api];
+    if (leftOut(field, value)) continue;
     const json = field.kind === 'json' ? (value === '{}' ? '{}' : canonicalJson(JSON.parse(value as string))) : JSON.stringify(value ?? null);
     text += `${text ? ',' : '{'}"${field.api}":${json}`;
   }

@@ -3,7 +3,7 @@ import { router } from '../init';
 import { acceptInvitation, invitation, login, logout, me, signup, switchOrganization } from './account';
 import { changeRole, inviteMember, leaveOrganization, listMembers, removeMember, revokeInvitation } from './members';
 import { getSessionEvent, listSessionEvents } from './events';
-import { createKey, listKeys, revokeKey } from './keys';
+import { bindProducerKey, createKey, listKeys, revokeKey } from './keys';
 import { ledgerSummary, sessionConsistency, sessionEventProof } from './ledger';
 import { usageSummary } from './usage';
 import { eraseEvents, placeHold, releaseHold, retentionView, setRetentionPolicy } from './retention';
@@ -12,7 +12,7 @@ import { sessionStreams } from '../streams/procedures';
 export const accountRouter = router({ signup, login, logout, me, switchOrganization, invitation, acceptInvitation });
 
 export const dashboardRouter = router({
-  keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
+  keys: router({ list: listKeys, create: createKey, revoke: revokeKey, bindProducer: bindProducerKey }),
   events: router({ list: listSessionEvents, get: getSessionEvent, proof: sessionEventProof }),
   usage: usageSummary,
   streams: router(sessionStreams),

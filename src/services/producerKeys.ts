@@ -1,0 +1,146 @@
+/**
+ * Producer keys (domain/producerSignature.ts): binding an API key to a producer's Ed25519 key, and the
+ * check every event of a key passes at the door.
+ *
+ * A key is bound before its first event or never: whichever comes first, its binding or its first
+ * event, settles it for good (db/producerClaimStore.ts). So there is no moment in which an unsigned event
+ * of a bound key can be stored, on any instance, and verifiers can demand a signature on every event of
+ * a bound key wherever its binding stands in the log. Each settled key is cached for the process's life:
+ * a claim never changes.
+ */
+import { createPublicKey, type KeyObject, verify } from 'node:crypto';
+import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
+import type { EventContent } from '../domain/eventFields';
+import { toApiEvent } from '../domain/eventFields';
+import { NoteError } from '../domain/ledger/formats';
+import { parseVerifierKey } from '../domain/ledger/note';
+import { producerMessage, signatureBytes } from '../domain/producerSignature';
+import { PRODUCER_BOUND_ACTION, type AuditActor } from '../domain/selfAudit';
+import type { Clock } from '../domain/time';
+import type { ApiKeyRepository } from '../db/apiKeyRepository';
+import type { ProducerClaimStore } from '../db/producerClaimStore';
+import type { ProducerClaimDoc } from '../db/documents';
+
+/** SPKI DER prefix of a raw Ed25519 public key (RFC 8410). */
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+/** A bound key's producer key, ready to verify with. */
+interface Bound {
+  text: string;
+  key: KeyObject;
+}
+
+export const PRODUCER_MESSAGES = {
+  missing: 'Invalid request: this API key is bound to a producer key, so every event must carry producer_signature, the producer\'s Ed25519 signature of its content',
+  invalid: 'Invalid request: producer_signature does not verify with the producer key bound to this API key (the content sent, its timestamp included, is not what was signed)',
+  unbound: 'Invalid request: this API key is not bound to a producer key, so its events carry no producer_signature',
+  conflict: 'This API key already has events or another producer key: a producer key is bound to a key before its first event, once',
+  badKey: 'Invalid request: producer_key must be an Ed25519 verifier key, <name>+<key id>+<base64 key>, whose key id matches',
+} as const;
+
+/** A producer key's text, checked (its key id matches), in its one spelling; throws a 400 for anything else. */
+export function checkedProducerKey(text: string): { text: string; key: KeyObject } {
+  try {
+    const verifier = parseVerifierKey(text);
+    return { text: verifier.text, key: createPublicKey({ key: Buffer.concat([SPKI_PREFIX, verifier.publicKey]), format: 'der', type: 'spki' }) };
+  } catch (error) {
+    if (error instanceof NoteError) throw new AppError('VALIDATION_FAILED', PRODUCER_MESSAGES.badKey, { fields: ['producer_key'] });
+    throw error;
+  }
+}
+
+export class ProducerKeys {
+  /** Settled keys, by key id: the producer key, or null (unsigned events); a pending settlement shared. */
+  private readonly settled = new Map<string, Promise<Bound | null>>();
+
+  constructor(
+    private readonly claims: ProducerClaimStore,
+    private readonly keys: ApiKeyRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Refuses events that do not carry what their key owes: a valid signature from a bound key, none from
+   * any other. `field(i)`: the request path of the i-th event (`events[i]`, or '' for a single one).
+   */
+  async check(tenant: string, keyId: string, contents: readonly EventContent[], field: (i: number) => string): Promise<void> {
+    // Signed events never settle a key as unsigned: a producer that signs before its key is bound is
+    // refused, and its key can still be bound.
+    const signs = contents.some((content) => content.producer_signature !== undefined);
+    const bound = signs ? await this.lookup(tenant, keyId) : await this.settle(tenant, keyId);
+    const refusal = (i: number, message: string) => new AppError('EVENT_SIGNATURE_INVALID', message, { fields: [`${field(i)}producer_signature`] });
+    contents.forEach((content, i) => {
+      const given = content.producer_signature;
+      if (!bound) {
+        if (given !== undefined) throw refusal(i, PRODUCER_MESSAGES.unbound);
+        return;
+      }
+      if (given === undefined) throw refusal(i, PRODUCER_MESSAGES.missing);
+      const signature = signatureBytes(given);
+      // Without a timestamp the service would choose one, which no producer signed.
+      if (content.ts === null) throw refusal(i, PRODUCER_MESSAGES.invalid);
+      const message = Buffer.from(producerMessage(apiFormOf(content)), 'utf8');
+      if (!signature || !verify(null, message, bound.key, signature)) throw refusal(i, PRODUCER_MESSAGES.invalid);
+    });
+  }
+
+  /**
+   * Binds `keyId` (of `tenant`) to a producer key, if it has no event and no other producer key yet; the
+   * same binding again succeeds (and is recorded again: a binding whose record a crash lost gets one).
+   * `record` writes the service's binding entry into the organization's log.
+   */
+  async bind(tenant: string, keyId: string, producerKey: string, record: (keyName: string, producerKey: string) => Promise<unknown>): Promise<{ api_key_id: string; producer_key: string }> {
+    const { text, key } = checkedProducerKey(producerKey);
+    const doc = (await this.keys.forOrg(tenant).list('oldest')).find((k) => k.key_id === keyId && k.revoked_at === null);
+    if (!doc) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    const claim = await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: text, at: this.clock.now() });
+    if (!claim) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    if (claim.producer_key !== text) throw new AppError('PRODUCER_KEY_CONFLICT', PRODUCER_MESSAGES.conflict);
+    this.settled.set(keyId, Promise.resolve({ text, key }));
+    await record(doc.name, text);
+    return { api_key_id: keyId, producer_key: text };
+  }
+
+  /** The organization's bound keys: key id → producer key. */
+  async boundIn(tenant: string): Promise<Map<string, string>> {
+    return new Map((await this.claims.boundIn(tenant)).map((claim) => [claim._id, claim.producer_key as string]));
+  }
+
+  /** The key's producer key if it is bound; null if not (yet): nothing is settled. */
+  private async lookup(tenant: string, keyId: string): Promise<Bound | null> {
+    const settled = this.settled.get(keyId);
+    if (settled) return settled;
+    const claim = await this.claims.find(tenant, keyId);
+    if (claim === undefined) return null;
+    const bound = boundOf(claim);
+    this.settled.set(keyId, Promise.resolve(bound));
+    return bound;
+  }
+
+  private settle(tenant: string, keyId: string): Promise<Bound | null> {
+    let settled = this.settled.get(keyId);
+    if (!settled) {
+      settled = this.claims.settle({ _id: keyId, org_id: tenant, producer_key: null, at: this.clock.now() }).then(boundOf);
+      this.settled.set(keyId, settled);
+      // A failed round (the database away) settles nothing: the next event asks again.
+      settled.catch(() => this.settled.delete(keyId));
+    }
+    return settled;
+  }
+}
+
+/** A claim's producer key, ready to verify with; a claim under another organization (planted) binds nothing here and is refused. */
+function boundOf(claim: ProducerClaimDoc | null): Bound | null {
+  if (!claim) throw new AppError('INVALID_API_KEY', 'Invalid API key');
+  return claim.producer_key === null ? null : checkedProducerKey(claim.producer_key);
+}
+
+/** The signed fields of a content, as its API form will show them (what a producer signs and a verifier reads). */
+function apiFormOf(content: EventContent): Record<string, unknown> {
+  return toApiEvent(content as unknown as Parameters<typeof toApiEvent>[0]);
+}
+
+/** The binding's entry in the organization's log. */
+export function bindingEntry(actor: AuditActor, keyId: string, keyName: string, producerKey: string) {
+  return { actor, action: PRODUCER_BOUND_ACTION, resource: { type: 'api_key', id: keyId, name: keyName }, metadata: { producer_key: producerKey } } as const;
+}
