@@ -12,7 +12,7 @@ export const SELF_AUDIT_ACTIONS = {
   'audit_ledger.member.left': 'A member left the organization',
   'audit_ledger.key.created': 'An API key was created (metadata: scopes)',
   'audit_ledger.key.revoked': 'An API key was revoked',
-  'audit_ledger.key.producer_bound': 'An API key was bound to a producer\'s Ed25519 key before its first event (metadata: producer_key); from then on every event of the key carries the producer\'s signature. Recorded under the service\'s key id and never pruned or erased: verifiers learn the bindings from it',
+  'audit_ledger.key.producer_bound': 'An API key was bound to a producer\'s Ed25519 key before its first event (metadata: producer_key); recorded under the service\'s key id and never pruned or erased: verifiers read the bindings from it',
   'audit_ledger.stream.created': 'A log stream was created (metadata: destination type, format)',
   'audit_ledger.stream.paused': 'A log stream was paused',
   'audit_ledger.stream.resumed': 'A log stream was resumed',

@@ -74,6 +74,8 @@ export function contentDifference(returned: Record<string, unknown> | undefined,
   for (const [field, value] of Object.entries(expected)) {
     if (!isDeepStrictEqual(returned[field], value)) return `${field} is ${JSON.stringify(returned[field])}, acknowledged as ${JSON.stringify(value)}`;
   }
+  // A producer's signature is shown exactly as sent, and no other event has one.
+  if (returned.producer_signature !== event.body.producer_signature) return `producer_signature is ${JSON.stringify(returned.producer_signature)}, sent as ${JSON.stringify(event.body.producer_signature)}`;
   return null;
 }
 

@@ -9,7 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { v7 as uuidv7 } from 'uuid';
+import { isDeepStrictEqual } from 'node:util';
 import { importVerifier, verifyEventInclusion } from '../../src/client/webVerify';
+import { signedBody } from '../helpers/producer';
 import { checkLedger, checkState, contentDifference } from './check';
 import { stepLog } from './log';
 import {
@@ -129,6 +131,45 @@ export class Write extends Step {
   toString(): string {
     const name = this.options.second ? 'secondWrite' : `${this.options.batch ? 'batch' : 'create'}${this.options.keyed ? 'WithKey' : ''}`;
     return `${name}(${this.specs.map(specText).join(',')})`;
+  }
+}
+
+/**
+ * signedWrite: events of the organization's key bound to a producer (System.producer), each signed by
+ * the producer over its content and the model's time: acknowledged 201 like any, the signature kept.
+ * With `unsigned` set, that one event goes unsigned: 400 EVENT_SIGNATURE_INVALID naming it, nothing of
+ * the request stored (a batch is all or none).
+ */
+export class SignedWrite extends Step {
+  constructor(
+    readonly actors: Actor[],
+    readonly unsigned: number | null,
+  ) {
+    super();
+  }
+
+  protected async act(m: Model, s: System): Promise<void> {
+    const { key, signer } = await s.producer();
+    const timestamp = new Date(m.now).toISOString();
+    const unsigned = this.unsigned === null ? null : this.unsigned % this.actors.length;
+    const bodies = this.actors.map((actor, i): CreateBody => {
+      const body = { ...bodyOf({ actor, lookalike: false }, freshMarker(m), m.counter), timestamp };
+      return i === unsigned ? body : (signedBody(body, s.orgId, signer) as unknown as CreateBody);
+    });
+    const batch = bodies.length > 1;
+    const res = await s.api(batch ? '/v1/events/batch' : '/v1/events', { body: batch ? { events: bodies } : bodies[0], key });
+    if (unsigned !== null) {
+      m.neverStored.push(...bodies.map((b) => b.metadata.marker));
+      const field = batch ? `events[${unsigned}].producer_signature` : 'producer_signature';
+      expectThat(res.status === 400 && res.body?.code === 'EVENT_SIGNATURE_INVALID' && isDeepStrictEqual(res.body?.fields, [field]), `an unsigned event of the bound key (${field}) answered ${res.status}: ${res.text.slice(0, 300)}`);
+      return;
+    }
+    expectThat(res.status === 201, `signed events of the bound key answered ${res.status}: ${res.text.slice(0, 300)}`);
+    acknowledgeAnswer(m, s, res, bodies, batch);
+  }
+
+  toString(): string {
+    return `signedWrite(${this.actors.join(',')}${this.unsigned === null ? '' : `, unsigned#${this.unsigned}`})`;
   }
 }
 
@@ -652,6 +693,7 @@ export function commandArbitrary(without: ReadonlySet<string> = new Set()): fc.A
     ['createWithKey', 2, spec.map((x) => new Write([x], { batch: false, keyed: true }))],
     ['batchWithKey', 3, specs.map((x) => new Write(x, { batch: true, keyed: true }))],
     ['replaySame', 5, which.map((n) => new ReplaySame(n))],
+    ['signedWrite', 2, fc.tuple(fc.array(actor, { minLength: 1, maxLength: 4 }), fc.option(fc.nat({ max: 3 }), { freq: 4 })).map(([actors, unsigned]) => new SignedWrite(actors, unsigned))],
     ['replayChanged', 3, which.map((n) => new ReplayChanged(n))],
     ['reuseExpiredKey', 2, fc.tuple(which, spec).map(([n, x]) => new ReuseExpiredKey(n, x))],
     ['eraseActor', 3, fc.tuple(actor, via).map(([a, v]) => new EraseActor(a, v))],

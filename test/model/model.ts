@@ -37,6 +37,9 @@ export interface CreateBody {
   action: string;
   resource: { type: string; id: string; name: string };
   metadata: { marker: string; n: number };
+  /** Given by a producer's signed body only (signedWrite): the model's clock, and its signature. */
+  timestamp?: string;
+  producer_signature?: string;
 }
 
 export type RemovalKind = 'erased' | 'pruned';

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { Webhook } from 'standardwebhooks';
-import { privateKeyText } from '../../src/domain/ledger/note';
+import { randomBytes } from 'node:crypto';
+import { privateKeyText, type Signer, signerFromSeed } from '../../src/domain/ledger/note';
 import { call, type ApiResponse } from '../helpers/api';
 import { mongoUri, startTestApp, TEST_LEDGER_SEED, TEST_LEDGER_SIGNER, type TestApp, uniqueDbName } from '../helpers/harness';
 import { runCli } from '../helpers/processes';
@@ -72,6 +73,8 @@ export class System {
   exports = 0;
   private owner: WebSession | null = null;
   private restKey: string | null = null;
+  /** A second key of the organization, bound to a producer's key (signedWrite), made on first use. */
+  private producerKey: { key: string; signer: Signer } | null = null;
   private ownerUrl = '';
   private loggedInAt = Number.NaN;
 
@@ -152,6 +155,22 @@ export class System {
       this.restKey = (await owner.client.dashboard.keys.create.mutate({ name: 'retention automation', scopes: ['retention:manage'] })).key;
     }
     return this.restKey;
+  }
+
+  /**
+   * The key bound to a producer (docs/ledger.md, "Producer signatures"): made through the dashboard and
+   * bound with PUT /v1/producer-key before its first event, when first needed (both record entries).
+   */
+  async producer(): Promise<{ key: string; signer: Signer }> {
+    if (this.producerKey === null) {
+      const owner = await this.session();
+      const { key } = await owner.client.dashboard.keys.create.mutate({ name: 'signing producer' });
+      const signer = signerFromSeed('producer.model', randomBytes(32));
+      const bound = await this.api('/v1/producer-key', { method: 'PUT', body: { producer_key: signer.text }, key });
+      if (bound.status !== 200) throw new Error(`binding the producer key answered ${bound.status}: ${bound.text.slice(0, 300)}`);
+      this.producerKey = { key, signer };
+    }
+    return this.producerKey;
   }
 
   private async rest<T>(method: string, path: string, body: unknown, status: number): Promise<Answer<T>> {

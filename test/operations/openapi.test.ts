@@ -48,6 +48,7 @@ test('it describes every /v1 operation with the spec statuses', () => {
     'POST /streams/{id}/retry': ['200', '400', '401', '403', '404', '500'],
     'POST /viewer-tokens': ['201', '400', '401', '403', '413', '415', '500', '503'],
     'GET /retention': ['200', '401', '403', '500'],
+    'PUT /producer-key': ['200', '400', '401', '403', '409', '500'],
     'PUT /retention/policy': ['200', '400', '401', '403', '413', '415', '500'],
     'GET /retention/holds': ['200', '401', '403', '500'],
     'POST /retention/holds': ['201', '400', '401', '403', '413', '415', '500'],

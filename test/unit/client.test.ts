@@ -82,7 +82,7 @@ describe('checkExport', () => {
 
     const other = verdictList();
     const found = checkExport(signerFromSeed(LEDGER, Buffer.alloc(32, 4)), sidecar, exported(events), other.record);
-    expect(found).toEqual({ checkpoint: null, treeSize: null, events: 3 });
+    expect(found).toEqual({ checkpoint: null, treeSize: null, events: 3, proven: [] });
     expect(failuresOf(other)[0]).toMatch(/^checkpoint: not signed by ledger\.example: /);
   });
 

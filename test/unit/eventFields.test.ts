@@ -79,16 +79,24 @@ test('with the real table, the places agree: API keys in table order, the export
   const fields = await import('../../src/domain/eventFields');
   const { ZEvent, CSV_COLUMNS } = await import('../../src/domain/event');
   const { canonicalEventText, canonicalJson } = await import('../../src/domain/ledger/formats');
-  const doc = stored as unknown as Fields.StoredEventFields;
-  const api = fields.toApiEvent(doc);
-  expect(Object.keys(api)).toEqual(fields.EVENT_FIELDS.map((f) => f.api));
-  expect(Object.keys(ZEvent.shape)).toEqual(fields.EVENT_FIELDS.map((f) => f.api));
-  expect(ZEvent.strict().parse(api)).toEqual(api);
-  expect(fields.toApiEventJson(doc)).toBe(JSON.stringify(api));
-  expect(canonicalEventText(fields.hashInputOfStored(doc))).toBe(canonicalJson(api));
-  expect(canonicalEventText(fields.hashInputOfEvent(api))).toBe(canonicalJson(api));
+  const every = fields.EVENT_FIELDS.map((f) => f.api);
+  const omissible = fields.EVENT_FIELDS.filter((f) => 'omitWhenNull' in f && f.omitWhenNull).map((f) => f.api);
+  expect(omissible).toEqual(['producer_signature']);
+  // An event without the omissible fields shows (and hashes) none of them; with them, every field in order.
+  for (const doc of [stored, { ...stored, producer_signature: 'c2lnbmF0dXJl' }] as unknown as Fields.StoredEventFields[]) {
+    const api = fields.toApiEvent(doc);
+    expect(Object.keys(api)).toEqual('producer_signature' in doc ? every : every.filter((f) => !omissible.includes(f)));
+    expect(ZEvent.strict().parse(api)).toEqual(api);
+    expect(fields.toApiEventJson(doc)).toBe(JSON.stringify(api));
+    expect(canonicalEventText(fields.hashInputOfStored(doc))).toBe(canonicalJson(api));
+    expect(canonicalEventText(fields.hashInputOfEvent(api))).toBe(canonicalJson(api));
+  }
+  expect(Object.keys(ZEvent.shape)).toEqual(every);
   expect(CSV_COLUMNS).toEqual(['id', 'timestamp', 'actor_id', 'actor_name', 'action', 'resource_type', 'resource_id', 'resource_name', 'organization_id']);
   // The hash of a request does not change with this redesign: the client's fields in the order it always had.
-  const content = fields.contentOf({ actor: { id: 'u', name: 'N' }, action: 'a.b', resource: { type: 'r', id: 'r1' }, metadata: { k: 1 }, timestamp: new Date(0) }, 'org_1');
+  const body = { actor: { id: 'u', name: 'N' }, action: 'a.b', resource: { type: 'r', id: 'r1' }, metadata: { k: 1 }, timestamp: new Date(0) };
+  const content = fields.contentOf(body, 'org_1');
+  expect(content).not.toHaveProperty('producer_signature');
   expect(fields.clientValues(content)).toEqual(['1970-01-01T00:00:00.000Z', 'u', 'N', null, 'a.b', 'r', 'r1', null, '{"k":1}', 'org_1']);
+  expect(fields.clientValues(fields.contentOf({ ...body, producer_signature: 'sig' }, 'org_1')).at(-1)).toBe('sig');
 });
