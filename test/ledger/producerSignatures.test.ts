@@ -8,7 +8,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { call, eventBody } from '../helpers/api';
+import { twoProcessesOnOneDatabase } from '../helpers/cluster';
 import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { runCli, testLedgerKeyFile } from '../helpers/processes';
 import { producerSigner, signedBody } from '../helpers/producer';
@@ -138,4 +140,45 @@ test('someone holding the service\'s key and database stores an unsigned event o
   // Export order is newest first: the forged event comes before the binding entry, and is named once it does.
   expect(result.stdout).toContain(`FAIL  producer signature: 1 event(s) of API key ${org.keyId}, bound to producer key ${producer.text}, carry no producer signature: ${forged?._id}`);
   expect(result.code).toBe(1);
+});
+
+describe('two processes on one database', () => {
+  const cluster = twoProcessesOnOneDatabase('producer2');
+
+  test('a binding and a first event racing on two processes: exactly one wins, never an unsigned event of a bound key', async () => {
+    const app = cluster.app();
+    const [one, two] = cluster.servers();
+    const org = await app.org();
+    const outcomes: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const { key } = await app.key(org.id);
+      const producer = producerSigner();
+      const [bound, sent] = await Promise.all([
+        call(`${(i % 2 ? one : two).url}/v1/producer-key`, { key, method: 'PUT', body: { producer_key: producer.text } }),
+        // The event leaves 0 to 33 ms after the binding, so that each side wins some of the races.
+        sleep(i * 3).then(() => call(`${(i % 2 ? two : one).url}/v1/events`, { key, body: eventBody({ actor: { id: `race${i}` } }) })),
+      ]);
+      const outcome = `${bound.status}/${sent.status}`;
+      outcomes.push(outcome);
+      expect(['200/400', '409/201']).toContain(outcome);
+      // Afterwards both processes agree: a signed event goes in exactly when the key is bound.
+      for (const server of [one, two]) {
+        const signed = await call(`${server.url}/v1/events`, { key, body: signedBody(eventBody(), org.id, producer) });
+        expect(signed.status).toBe(bound.status === 200 ? 201 : 400);
+        expect((await call(`${server.url}/v1/events`, { key, body: eventBody() })).status).toBe(bound.status === 200 ? 400 : 201);
+      }
+    }
+    // Signed events sent to either process (one forwards to the organization's writer) are stored with their signatures.
+    const { key } = await app.key(org.id);
+    const producer = producerSigner();
+    expect((await call(`${one.url}/v1/producer-key`, { key, method: 'PUT', body: { producer_key: producer.text } })).status).toBe(200);
+    for (const server of [one, two]) {
+      const res = await call(`${server.url}/v1/events/batch`, { key, body: { events: [1, 2, 3].map((n) => signedBody(eventBody({ actor: { id: `fwd${n}` } }), org.id, producer)) } });
+      expect(res.status).toBe(201);
+    }
+    const stored = await app.collections.events.find({ tenant: org.id, actor_id: /^fwd/ }).toArray();
+    expect(stored.length).toBe(6);
+    expect(stored.every((doc) => typeof doc.producer_signature === 'string' && doc.producer_signature.length === 88)).toBe(true);
+    process.stdout.write(`binding/first-event races: ${outcomes.join(' ')}\n`);
+  });
 });
