@@ -9,6 +9,7 @@ import { hashInputOfEvent } from '../domain/eventFields';
 import { type Checkpoint, canonicalEventText, commitmentInput, fromBase64, keyIdInput, type LeafCommit, leafJson, NoteError, parseCheckpoint, parseVerifierKeyText, saltBytes, signaturesBy } from '../domain/ledger/formats';
 import { rootFromInclusion, rootsFromConsistency } from '../domain/ledger/proofWalk';
 import type { TInclusionProof, TInstallationInclusion } from '../domain/ledger/schemas';
+import { bindingOf, ProducerSignatureCheck } from '../domain/producerSignature';
 import { checkpointBody, cosignatureTime, cosignedMessage, cosignerKeyIdInput, parseCosignerKeyText, splitNote } from '../domain/ledger/witnessFormats';
 
 type Hash = Uint8Array<ArrayBuffer>;
@@ -177,4 +178,31 @@ export async function verifyWitnessed(
     : null;
   if (!root || !sameBytes(await root, tree.root)) failures.push(`the organization checkpoint is not entry ${installation.entry_index} of the installation tree`);
   return { size: tree.size, cosigned, failures };
+}
+
+export interface ProducerCheck {
+  /** The producer key the binding entry names; null without one. */
+  producerKey: string | null;
+  /** Whether the event's producer signature verified with it. */
+  signed: boolean;
+  /** What did not check out, in words; empty when nothing is wrong (an unbound key's unsigned event included). */
+  failures: string[];
+}
+
+/**
+ * The producer-signature rules (domain/producerSignature.ts) for one event, given its key's binding
+ * entry in the log (`bindingOf`; its inclusion proven by the caller) or null when none was found: an
+ * event of a bound key must carry a signature that verifies with the producer key the entry names, and a
+ * signed event whose key no entry binds fails. Nothing is pinned: the log is the only word on bindings.
+ */
+export async function verifyProducerSignature(event: TEvent, binding: TEvent | null): Promise<ProducerCheck> {
+  const bound = binding ? bindingOf(binding) : null;
+  if (binding && bound?.keyId !== event.api_key_id) {
+    return { producerKey: null, signed: false, failures: [`entry ${binding.id}, given as the binding of API key ${event.api_key_id}, is not the service's binding entry of that key`] };
+  }
+  const check = new ProducerSignatureCheck();
+  if (binding) await check.add(binding);
+  await check.add(event);
+  const { failures } = check.finish(true);
+  return { producerKey: bound?.producerKey.trim() ?? null, signed: check.signed === 1, failures };
 }

@@ -1,15 +1,14 @@
 /**
  * The event's place in the ledger: which signed checkpoint includes it, verified in this browser with
  * WebCrypto (the event's hash recomputed from the fields shown, the inclusion proof walked to the signed
- * root, the Ed25519 signature checked against the pinned key), and the checkpoint against the log this
- * browser remembers.
+ * root, the Ed25519 signature checked against the pinned key), the checkpoint against the log this
+ * browser remembers, and the producer's signature when the log binds the event's key to one.
  */
-import { useQuery } from '@tanstack/react-query';
 import type { TEvent } from '../../domain/event';
 import { formatNumber } from '../lib/format';
-import { useEventCheck, useLedgerSummary } from '../lib/ledgerCheck';
-import { errorCode, trpc } from '../lib/trpc';
+import { useEventCheck, useEventProof, useLedgerSummary } from '../lib/ledgerCheck';
 import { ErrorState } from './States';
+import { ProducerSignatureNote } from './ProducerSignatureNote';
 import { CouldNotVerify, TrustVerdictNote } from './TrustVerdictNote';
 
 /**
@@ -22,17 +21,9 @@ const EARLY_SEQ = 10;
 /** The service's own records (audit_ledger.*) are stored under this api_key_id. */
 const SERVICE_KEY_ID = 'audit_ledger';
 
-/** A new event's checkpoint is signed within a second or so: keep asking for a little while. */
-const waitingForCheckpoint = (count: number, error: unknown) => errorCode(error) === 'CHECKPOINT_NOT_FOUND' && count < 15;
-
 export function EventLedgerCard({ event }: { event: TEvent }) {
   const summary = useLedgerSummary();
-  const proof = useQuery({
-    queryKey: ['events', 'proof', event.id],
-    queryFn: () => trpc.dashboard.events.proof.query({ id: event.id }),
-    retry: waitingForCheckpoint,
-    retryDelay: 1000,
-  });
+  const proof = useEventProof(event.id);
   const check = useEventCheck(event, proof.data, summary.data?.verifier_key);
   // People are shown the sequence number (from 1); the leaf index (from 0) is the proofs' own.
   const seq = proof.data ? proof.data.leaf_index + 1 : 0;
@@ -80,6 +71,7 @@ export function EventLedgerCard({ event }: { event: TEvent }) {
                   </ul>
                 </div>
               )}
+              <ProducerSignatureNote event={event} servedKey={summary.data?.verifier_key} />
               <TrustVerdictNote verdict={check.data.trust} />
             </>
           )}

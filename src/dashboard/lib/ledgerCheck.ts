@@ -5,10 +5,26 @@
 import { useQuery } from '@tanstack/react-query';
 import type { TEvent } from '../../domain/event';
 import type { TInclusionProof, TInstallationInclusion, TLedgerSummary } from '../../domain/ledger/schemas';
+import { SELF_AUDIT_KEY_ID } from '../../domain/selfAudit';
 import { importVerifier, verifyWitnessed } from '../../client/webVerify';
 import { checkCheckpoint, checkEvent, type FetchConsistency } from './ledgerTrust';
+import { checkProducerSignature } from './producerCheck';
 import { useMe } from './session';
-import { trpc } from './trpc';
+import { errorCode, trpc } from './trpc';
+
+/** A new event's checkpoint is signed within a second or so: a proof query keeps asking for a little while. */
+export const waitingForCheckpoint = (count: number, error: unknown) => errorCode(error) === 'CHECKPOINT_NOT_FOUND' && count < 15;
+
+/** An event's inclusion proof, asked again while its checkpoint is being signed. */
+export function useEventProof(id: string | undefined) {
+  return useQuery({
+    queryKey: ['events', 'proof', id],
+    queryFn: () => trpc.dashboard.events.proof.query({ id: id as string }),
+    enabled: id !== undefined,
+    retry: waitingForCheckpoint,
+    retryDelay: 1000,
+  });
+}
 
 const fetchConsistency: FetchConsistency = async (from, to) => (await trpc.dashboard.ledger.consistency.query({ from, to })).proof;
 
@@ -54,4 +70,28 @@ export function useEventCheck(event: TEvent | undefined, proof: TInclusionProof 
     staleTime: Infinity,
     retry: false,
   });
+}
+
+/**
+ * An event's producer signature, checked here (lib/producerCheck.ts): the binding entry of its key as
+ * the server finds it in the log (null: none), that entry's inclusion proof, and the verdict. The
+ * service's own entries are signed by no producer: nothing is asked for them.
+ */
+export function useProducerCheck(event: TEvent, servedKey: string | undefined) {
+  const org = useMe().data?.organization.id;
+  const binding = useQuery({
+    queryKey: ['events', 'producer-binding', event.api_key_id],
+    queryFn: () => trpc.dashboard.events.producerBinding.query({ api_key_id: event.api_key_id }),
+    enabled: event.api_key_id !== SELF_AUDIT_KEY_ID,
+  });
+  const entry = binding.data ?? undefined;
+  const proof = useEventProof(entry?.id);
+  const check = useQuery({
+    queryKey: ['ledger', 'producer-check', org, event.id, entry?.id ?? null, proof.data?.checkpoint ?? null],
+    queryFn: () => checkProducerSignature(localStorage, org as string, servedKey as string, event, entry && proof.data ? { entry, proof: proof.data } : null, fetchConsistency),
+    enabled: Boolean(org && servedKey && binding.isSuccess && (binding.data === null || proof.data)),
+    staleTime: Infinity,
+    retry: false,
+  });
+  return { binding, proof, check };
 }

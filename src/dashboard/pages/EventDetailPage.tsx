@@ -58,6 +58,8 @@ export function EventDetailPage() {
     ['resource_name', e.resource_name],
     ['organization_id', e.organization_id],
     ['api_key_id', e.api_key_id],
+    // Only on a signed event (a key bound to a producer key): the Ledger card checks it.
+    ...(e.producer_signature === undefined ? [] : [['producer_signature', e.producer_signature] as [string, string]]),
   ];
   return (
     <div className="page">
@@ -85,7 +87,7 @@ export function EventDetailPage() {
             {fields.map(([name, value]) => (
               <div key={name} className="field-row">
                 <dt>{name}</dt>
-                <dd>{value === null ? <span className="muted">null</span> : name === 'timestamp' ? <>{value} <span className="muted">({formatDateTime(value)})</span></> : <code>{value}</code>}</dd>
+                <dd>{value === null ? <span className="muted">null</span> : name === 'timestamp' ? <>{value} <span className="muted">({formatDateTime(value)})</span></> : <code className={name === 'producer_signature' ? 'wrap' : undefined}>{value}</code>}</dd>
               </div>
             ))}
           </dl>

@@ -1,4 +1,4 @@
-/** API keys: create (value shown once), list, revoke after confirmation. */
+/** API keys: create (value shown once), list, revoke after confirmation, bind to a producer's key. */
 import { FormHint } from '../components/FormHint';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type SubmitEvent, useEffect, useRef, useState } from 'react';
@@ -31,6 +31,7 @@ export function KeysPage() {
   const [scopes, setScopes] = useState<Scope[]>([...DEFAULT_SCOPES]);
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
+  const [binding, setBinding] = useState<KeyView | null>(null);
   // Checked on submit, said beside the button: a greyed-out button does not say why.
   const [invalid, setInvalid] = useState<string | null>(null);
   // Revoking is for owners (domain/roles.ts); admins create keys.
@@ -134,6 +135,7 @@ export function KeysPage() {
                   <th>Created</th>
                   <th>Last used</th>
                   <th>Status</th>
+                  <th>Producer key</th>
                   <th>
                     <span className="visually-hidden">Actions</span>
                   </th>
@@ -155,7 +157,15 @@ export function KeysPage() {
                       <span className={`badge ${k.status}`}>{k.status === 'active' ? 'Active' : 'Revoked'}</span>
                       {k.revoked_at && <div className="muted small">{formatDateTime(k.revoked_at)}</div>}
                     </td>
+                    <td data-label="Producer key" data-testid="key-producer">
+                      {k.producer_key === null ? <span className="muted">unsigned</span> : <code className="wrap small">{k.producer_key}</code>}
+                    </td>
                     <td className="actions">
+                      {k.status === 'active' && k.producer_key === null && (
+                        <button type="button" className="button secondary small" onClick={() => setBinding(k)}>
+                          Bind producer key
+                        </button>
+                      )}
                       {k.status === 'active' && mayRevoke && (
                         <button type="button" className="button danger-outline small" onClick={() => setRevoking(k)}>
                           Revoke
@@ -170,6 +180,7 @@ export function KeysPage() {
         )}
       </section>
       {revoking && <RevokeDialog apiKey={revoking} onClose={() => setRevoking(null)} />}
+      {binding && <BindProducerDialog apiKey={binding} onClose={() => setBinding(null)} />}
     </div>
   );
 }
@@ -207,6 +218,70 @@ function RevokeDialog({ apiKey, onClose }: { apiKey: KeyView; onClose: () => voi
           {revoke.isPending ? 'Revoking…' : 'Revoke key'}
         </button>
       </div>
+    </dialog>
+  );
+}
+
+/** Binding a key to a producer's Ed25519 key: pasted as its verifier key text; the server checks it and says why not. */
+function BindProducerDialog({ apiKey, onClose }: { apiKey: KeyView; onClose: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const queryClient = useQueryClient();
+  const [producerKey, setProducerKey] = useState('');
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const bind = useMutation({
+    mutationFn: () => trpc.dashboard.keys.bindProducer.mutate({ id: apiKey.id, producer_key: producerKey }),
+    onSuccess: async () => {
+      await queryClient.invalidateQueries({ queryKey: KEYS_QUERY_KEY });
+      onClose();
+    },
+  });
+  useEffect(() => {
+    ref.current?.showModal();
+  }, []);
+  const submit = (e: SubmitEvent) => {
+    e.preventDefault();
+    const problem = producerKey.trim() === '' ? 'Paste the producer\'s verifier key first.' : null;
+    setInvalid(problem);
+    if (!problem) bind.mutate();
+  };
+  return (
+    <dialog ref={ref} className="dialog" onClose={onClose} aria-labelledby="bind-title">
+      <h2 id="bind-title">Bind “{apiKey.name}” to a producer key</h2>
+      <p data-testid="bind-explained">
+        Once bound, every event <code>{apiKey.prefix}…{apiKey.last4}</code> sends must be signed by the producer holding this Ed25519 key (the
+        service refuses any other, and verifiers check each signature), so bind it before the key&apos;s first event: a key that has sent events
+        cannot be bound, and a binding cannot be undone.
+      </p>
+      <form onSubmit={submit} noValidate>
+        <label className="field">
+          <span>Producer verifier key</span>
+          <textarea
+            name="producer-key"
+            rows={3}
+            placeholder="name+1a2b3c4d+AeGx…"
+            value={producerKey}
+            onChange={(e) => { setProducerKey(e.target.value); setInvalid(null); }}
+            maxLength={512}
+            spellCheck={false}
+            aria-invalid={invalid !== null}
+            aria-describedby="bind-form-hint"
+          />
+        </label>
+        <FormHint id="bind-form-hint" problem={invalid}>{'Its verifier key text, <name>+<key id>+<base64 key> (C2SP signed note), as the client package or note.GenerateKey makes it.'}</FormHint>
+        {bind.isError && (
+          <p className="form-error" role="alert">
+            {errorMessage(bind.error)}
+          </p>
+        )}
+        <div className="dialog-actions">
+          <button type="button" className="button secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="button primary" disabled={bind.isPending}>
+            {bind.isPending ? 'Binding…' : 'Bind key'}
+          </button>
+        </div>
+      </form>
     </dialog>
   );
 }

@@ -2,7 +2,7 @@
 import { router } from '../init';
 import { acceptInvitation, invitation, login, logout, me, signup, switchOrganization } from './account';
 import { changeRole, inviteMember, leaveOrganization, listMembers, removeMember, revokeInvitation } from './members';
-import { getSessionEvent, listSessionEvents } from './events';
+import { getSessionEvent, listSessionEvents, sessionProducerBinding } from './events';
 import { bindProducerKey, createKey, listKeys, revokeKey } from './keys';
 import { ledgerSummary, sessionConsistency, sessionEventProof } from './ledger';
 import { usageSummary } from './usage';
@@ -13,7 +13,7 @@ export const accountRouter = router({ signup, login, logout, me, switchOrganizat
 
 export const dashboardRouter = router({
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey, bindProducer: bindProducerKey }),
-  events: router({ list: listSessionEvents, get: getSessionEvent, proof: sessionEventProof }),
+  events: router({ list: listSessionEvents, get: getSessionEvent, proof: sessionEventProof, producerBinding: sessionProducerBinding }),
   usage: usageSummary,
   streams: router(sessionStreams),
   ledger: router({ summary: ledgerSummary, consistency: sessionConsistency }),
