@@ -54,6 +54,8 @@ const INPUTS: Record<string, unknown> = {
   'dashboard.keys.list': undefined,
   'dashboard.keys.create': { name: 'matrix' },
   'dashboard.keys.revoke': { id: 'key_none' },
+  'dashboard.keys.bindProducer': { id: 'key_none', producer_key: 'x' },
+  'dashboard.events.producerBinding': { api_key_id: 'key_none' },
   'dashboard.events.list': {},
   'dashboard.events.get': { id: randomUUID() },
   'dashboard.events.proof': { id: randomUUID() },
