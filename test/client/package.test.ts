@@ -4,7 +4,8 @@
  * repository's own install put them there), a program type-checked against the package's declarations
  * alone (strict, no skipLibCheck, a `@ts-expect-error` on a wrong tRPC input), then run against a real
  * service process: 10,000 events through the delivery queue while the service is stopped and started
- * again on the same address, every receipt verified, the events read back over REST and tRPC.
+ * again on the same address, every receipt verified, the events read back over REST and tRPC; and, with
+ * a second key bound to a producer key the program generates, events signed by it and verified.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -30,7 +31,7 @@ afterAll(async () => {
   rmSync(project, { recursive: true, force: true });
 });
 
-test('packed, installed in an empty project, type-checked and run: 10,000 events across a restart, each stored once, every receipt verified, read back', async () => {
+test('packed, installed in an empty project, type-checked and run: 10,000 events across a restart, each stored once, every receipt verified, read back; signed events too', async () => {
   const packed = await run('npm', ['pack', '--pack-destination', project, '--silent'], { cwd: join(ROOT, 'packages', 'client'), maxBuffer: 16 << 20 });
   const tarball = packed.stdout.trim().split('\n').at(-1) as string;
   expect(readdirSync(project)).toContain(tarball);
@@ -47,7 +48,7 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
   expect(checked).toBe('');
   // A browser project (DOM, no Node types) type-checks against the same declarations: none of them needs Node's
   // (`ESNext.Disposable`: @trpc/server's own declarations name `Disposable`).
-  writeFileSync(join(project, 'browser.ts'), "import { AuditLedgerClient, DeliveryQueue } from '@audit-ledger/client';\nimport type { AppRouter } from '@audit-ledger/client/router';\nconst client = new AuditLedgerClient({ url: location.origin, apiKey: 'alk_', verify: { verifierKey: '', organization: '' } });\nexport const queue = new DeliveryQueue(client);\nexport type Router = AppRouter;\n");
+  writeFileSync(join(project, 'browser.ts'), "import { AuditLedgerClient, DeliveryQueue, producerSigner } from '@audit-ledger/client';\nimport type { AppRouter } from '@audit-ledger/client/router';\nconst key = (await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify'])) as CryptoKeyPair;\nconst producer = await producerSigner(key.privateKey, { organizationId: '', producerKey: '' });\nconst client = new AuditLedgerClient({ url: location.origin, apiKey: 'alk_', producer, verify: { verifierKey: '', organization: '' } });\nexport const queue = new DeliveryQueue(client);\nexport type Router = AppRouter;\n");
   writeFileSync(join(project, 'tsconfig.browser.json'), JSON.stringify({
     compilerOptions: { target: 'ES2022', module: 'esnext', moduleResolution: 'bundler', lib: ['ES2022', 'ESNext.Disposable', 'DOM'], types: [], strict: true, skipLibCheck: false, noEmit: true },
     files: ['browser.ts'],
@@ -57,17 +58,19 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
   // The CommonJS build loads too, with the same names.
   const cjs = await run(process.execPath, ['-e', 'const c = require("@audit-ledger/client"); console.log(Object.keys(c).sort().join(","))'], { cwd: project });
   expect(cjs.stdout).toContain('AuditLedgerClient,AuditLedgerError,DeliveryQueue');
+  expect(cjs.stdout).toContain('generateProducerKey');
 
   const service = await startTestApp({ label: 'client_package' });
   app = service;
-  const org = await service.org();
+  const org = await service.org({ monthlyCap: TOTAL + 100 }); // the free plan's cap is TOTAL: room for the signed ones
+  const signing = await service.key(org.id);
   const port = String(await freePort());
   const env = { MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: service.dbName, PORT: port };
   let server: ServerProcess = await startServerProcess(env);
 
   const program = spawn(process.execPath, [join(project, 'out', 'program.mjs')], {
     cwd: project,
-    env: { ...process.env, URL: server.url, API_KEY: org.key, VERIFIER_KEY: TEST_LEDGER_SIGNER.text, ORGANIZATION: org.id, TOTAL: String(TOTAL), TAG: 'packaged' },
+    env: { ...process.env, URL: server.url, API_KEY: org.key, SIGNING_API_KEY: signing.key, VERIFIER_KEY: TEST_LEDGER_SIGNER.text, ORGANIZATION: org.id, TOTAL: String(TOTAL), TAG: 'packaged' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -98,6 +101,7 @@ test('packed, installed in an empty project, type-checked and run: 10,000 events
     readBack: TOTAL,
     readBackIds: TOTAL,
     readBackMatches: true,
+    signed: { bound: true, recorded: 20, verified: 20 },
   });
   expect(summary.retries).toEqual(expect.any(Number));
   expect(summary.retries as number).toBeGreaterThan(0); // the stopped service was met, and waited out

@@ -15,9 +15,12 @@
  *   room; past as many waiting again it is refused at once with `QueueFullError`. Nothing is dropped
  *   silently.
  * - **In order**: with `concurrency` 1 (the default) events are stored in the order recorded.
+ * - **Signed once**: with the client's `producer`, each event's timestamp is fixed when it is recorded
+ *   and it is signed before it joins a batch; every retry sends the signed body as it is.
  */
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import { AuditLedgerError, NetworkError, QueueClosedError, QueueFullError } from './errors.ts';
+import type { ProducerSigner } from './producer.ts';
 import type { AuditLedgerClient } from './rest.ts';
 import { differencesFromSent } from './storedAsSent.ts';
 import type { EventInput, Recorded } from './types.ts';
@@ -43,7 +46,10 @@ export interface QueueOptions {
 }
 
 interface Pending {
+  /** What is sent: the event as recorded, then, with a producer, as signed. */
   event: EventInput;
+  /** Whether `event` can be sent (false while its signature is being made). */
+  ready: boolean;
   resolve: (recorded: Recorded) => void;
   reject: (error: Error) => void;
   settled: Promise<void>;
@@ -76,7 +82,7 @@ function pending(event: EventInput): { item: Pending; promise: Promise<Recorded>
       done();
     };
   });
-  return { item: { event, resolve, reject, settled }, promise };
+  return { item: { event, ready: true, resolve, reject, settled }, promise };
 }
 
 /** A whole number option, or its default (a `Number(process.env.X)` may be NaN). */
@@ -136,7 +142,9 @@ export class DeliveryQueue {
   /**
    * Records `event`: resolves once the service stored it, with its receipt. The event is copied as JSON
    * now: changing the object afterwards changes nothing sent (a retry must send the very body its
-   * Idempotency-Key was first sent with), and one that JSON cannot hold is refused here, alone.
+   * Idempotency-Key was first sent with), and one that JSON cannot hold is refused here, alone. With the
+   * client's producer, its timestamp is fixed now (if it gives none) and it is signed before it is sent;
+   * one that cannot be signed (a malformed timestamp) is refused alone.
    */
   record(event: EventInput): Promise<Recorded> {
     if (this.closed) return Promise.reject(new QueueClosedError('the queue is closed'));
@@ -150,8 +158,31 @@ export class DeliveryQueue {
     if (this.size < this.capacity && this.waiting.length === 0) this.queued.push(item);
     else if (this.waiting.length < this.capacity) this.waiting.push(item);
     else return Promise.reject(new QueueFullError(`the queue holds ${this.capacity} events and as many wait for room`));
+    const producer = this.client.producer;
+    if (producer && copy.producer_signature == null) this.sign(item, producer);
     this.pump();
     return promise;
+  }
+
+  /**
+   * Signs a held event; until then it is not sent, nor anything behind it. sign() takes the time at
+   * the call, so the timestamp is the one of record(). An event that cannot be signed is dropped and rejected.
+   */
+  private sign(item: Pending, producer: ProducerSigner): void {
+    item.ready = false;
+    producer.sign(item.event).then(
+      (signed) => {
+        item.event = signed;
+        item.ready = true;
+        this.pump();
+      },
+      (error: unknown) => {
+        this.queued = this.queued.filter((p) => p !== item);
+        this.waiting = this.waiting.filter((p) => p !== item);
+        item.reject(error instanceof Error ? error : new Error(String(error)));
+        this.pump();
+      },
+    );
   }
 
   /** Sends everything recorded so far now; resolves once each of those events is stored or refused. */
@@ -174,8 +205,11 @@ export class DeliveryQueue {
 
   private pump(): void {
     while (this.waiting.length > 0 && this.size < this.capacity) this.queued.push(this.waiting.shift() as Pending);
-    while (this.sending.size < this.concurrency && this.queued.length > 0 && (this.urgent || this.queued.length >= this.maxBatch)) {
-      this.startBatch(this.queued.splice(0, this.maxBatch));
+    while (this.sending.size < this.concurrency) {
+      // Only events ready to send, from the front: one still being signed holds back those behind it (the order).
+      const ready = this.readyAtFront();
+      if (ready === 0 || !(this.urgent || ready >= this.maxBatch)) break;
+      this.startBatch(this.queued.splice(0, ready));
     }
     if (this.queued.length === 0 && this.waiting.length === 0) this.urgent = false;
     if (this.queued.length > 0 && !this.urgent && this.timer === null) {
@@ -187,6 +221,14 @@ export class DeliveryQueue {
       // The interval alone keeps no process alive: at exit, `beforeExit` sends what is queued.
       (this.timer as { unref?: () => void }).unref?.();
     }
+  }
+
+  /** How many queued events, from the front, are ready to send (at most a batch). */
+  private readyAtFront(): number {
+    const limit = Math.min(this.queued.length, this.maxBatch);
+    let ready = 0;
+    while (ready < limit && (this.queued[ready] as Pending).ready) ready++;
+    return ready;
   }
 
   private startBatch(batch: Pending[]): void {

@@ -5,6 +5,7 @@
  */
 import { AuditLedgerError, type ErrorBody, NetworkError } from './errors.ts';
 import type { operations } from './openapi.ts';
+import type { ProducerSigner } from './producer.ts';
 import type { Checkpoint, ConsistencyProof, EventFilters, EventInput, EventPage, InclusionProof, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
 import { ReceiptVerifier, type VerifiedReceipts, type VerifyOptions } from './verify.ts';
 
@@ -18,6 +19,12 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** What `verifyReceipts()` checks against: the pinned verifier key, a witness policy, where to keep what it saw. */
   verify?: VerifyOptions;
+  /**
+   * For an API key bound to a producer key (`producerSigner()`): every event sent (`createEvent`,
+   * `createBatch`, the delivery queue) is signed with it first, and `verifyReceipts()` checks each
+   * recorded event's signature by its producer key.
+   */
+  producer?: ProducerSigner;
 }
 
 export interface WriteOptions {
@@ -64,28 +71,51 @@ export class AuditLedgerClient {
   private readonly fetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly verifier: ReceiptVerifier | null;
+  /** The signer of every event sent, when the API key is bound to a producer key. */
+  readonly producer: ProducerSigner | null;
 
   constructor(options: ClientOptions) {
     this.base = options.url.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeoutMs = Number.isFinite(options.timeoutMs) && (options.timeoutMs ?? 0) > 0 ? (options.timeoutMs as number) : 30_000;
-    this.verifier = options.verify ? new ReceiptVerifier(this, options.verify) : null;
+    this.producer = options.producer ?? null;
+    const producerKey = options.verify?.producerKey ?? this.producer?.producerKey;
+    this.verifier = options.verify ? new ReceiptVerifier(this, { ...options.verify, ...(producerKey === undefined ? {} : { producerKey }) }) : null;
   }
 
-  /** `POST /v1/events`: one event, with its receipt. */
+  /**
+   * `POST /v1/events`: one event, with its receipt. With a producer the event is signed first, its
+   * timestamp fixed (now, if it gives none): to retry with the same Idempotency-Key, sign it once
+   * (`producer.sign(event)`) and send that body each time (an event that carries a signature goes as it is).
+   */
   async createEvent(event: EventInput, options: WriteOptions = {}): Promise<Recorded & { replayed: boolean }> {
-    const { body, headers } = await this.send('POST', '/v1/events', { body: event, ...options });
+    const signed = this.producer ? await this.producer.sign(event) : event;
+    const { body, headers } = await this.send('POST', '/v1/events', { body: signed, ...options });
     const { event: stored, ledger } = body as { event: Recorded['event']; ledger: Recorded['receipt'] };
     return { event: stored, receipt: ledger, replayed: headers.get('idempotent-replayed') === 'true' };
   }
 
-  /** `POST /v1/events/batch`: all or none, answered in order. */
+  /** `POST /v1/events/batch`: all or none, answered in order; with a producer, each event signed first (as `createEvent`). */
   async createBatch(events: readonly EventInput[], options: WriteOptions = {}): Promise<{ recorded: Recorded[]; replayed: boolean }> {
-    const { body, headers } = await this.send('POST', '/v1/events/batch', { body: { events }, ...options });
+    const producer = this.producer;
+    const signed = producer ? await Promise.all(events.map((event) => producer.sign(event))) : events;
+    const { body, headers } = await this.send('POST', '/v1/events/batch', { body: { events: signed }, ...options });
     const answer = body as { events: Recorded['event'][]; ledger: Recorded['receipt'][] };
     const recorded = answer.events.map((event, i) => ({ event, receipt: answer.ledger[i] as Recorded['receipt'] }));
     return { recorded, replayed: headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /**
+   * `PUT /v1/producer-key`: binds this API key to a producer key (the client's own producer's, by
+   * default), before the key's first event; from then on the service refuses any event of the key that
+   * its producer did not sign. The same binding again answers the same; 409 `PRODUCER_KEY_CONFLICT` once
+   * the key has sent an event or has another producer key.
+   */
+  async bindProducerKey(producerKey: string | undefined = this.producer?.producerKey): Promise<Answer<'events-bindProducerKey'>> {
+    if (producerKey === undefined) throw new TypeError('bindProducerKey needs a producer key, or the client\'s `producer` option');
+    const body: BodyOf<'events-bindProducerKey'> = { producer_key: producerKey };
+    return (await this.send('PUT', '/v1/producer-key', { body })).body as Answer<'events-bindProducerKey'>;
   }
 
   /** `GET /v1/events/:id`. */

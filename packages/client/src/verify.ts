@@ -2,11 +2,13 @@
  * Receipts verified in the application that sent the events, not only by the service's CLI: each
  * recorded event is a leaf of a checkpoint signed by the key the application pinned, that checkpoint
  * extends every one this client saw before (it can persist them), and, with a witness policy, the
- * installation checkpoint that includes it is cosigned by a quorum of witnesses. The checks are the
- * service's own verification core (src/client/webVerify.ts, bundled into this package) on WebCrypto.
+ * installation checkpoint that includes it is cosigned by a quorum of witnesses; with a producer key,
+ * each event is signed by the application's producer. The checks are the service's own verification
+ * core (src/client/webVerify.ts and domain/producerSignature.ts, bundled into this package) on WebCrypto.
  */
 import { importVerifier, inclusionFailures, openCheckpoint, sameBytes, sharedNodes, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
 import { parsePolicy, type Policy, quorumMet } from '../../../src/domain/ledger/witnessFormats.ts';
+import { importProducerKey, producerMessage, signatureBytes } from '../../../src/domain/producerSignature.ts';
 import { AuditLedgerError } from './errors.ts';
 import type { Checkpoint, ConsistencyProof, LedgerReceipt, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
 
@@ -38,6 +40,11 @@ export interface VerifyOptions {
   seen?: SeenStore;
   /** How long to wait for a checkpoint that includes every receipt (and is witnessed) before failing (default 60 s). */
   waitMs?: number;
+  /**
+   * The producer key the API key is bound to (the client's `producer`'s, by default): each recorded
+   * event must carry a signature of its content that verifies with it.
+   */
+  producerKey?: string;
 }
 
 /** What a verification found when every check passed. */
@@ -110,6 +117,7 @@ export class ReceiptVerifier {
   private readonly options: VerifyOptions;
   private readonly policy: Policy | null;
   private verifier: Promise<WebVerifier> | null = null;
+  private producer: Promise<CryptoKey> | null = null;
   /** The newest checkpoint verified (loaded from `seen` on first use). */
   private seen: { checkpoint: SignedCheckpoint; note: string } | null | undefined;
 
@@ -147,6 +155,7 @@ export class ReceiptVerifier {
     }
     await this.extendsSeen(checkpoint, verifier, failures);
     for (const group of byTime(live)) await this.proveIncluded(group, checkpoint, verifier, failures);
+    if (this.options.producerKey !== undefined) await this.producerSigned(live, this.options.producerKey, failures);
 
     let cosigned: string[] = [];
     if (this.policy && answer.installation) {
@@ -186,6 +195,28 @@ export class ReceiptVerifier {
       if (path.leaf_index !== receipt.leaf_index) failures.push(`event ${event.id}: its proof is of another leaf than its receipt (${path.leaf_index}, not ${receipt.leaf_index})`);
       const found = await inclusionFailures(event, { ...receipt, event_id: event.id, tree_size: checkpoint.size, inclusion_path: path.inclusion_path }, checkpoint, verifier.name, combine);
       failures.push(...found.map((f) => `event ${event.id}: ${f}`));
+    }
+  }
+
+  /**
+   * Records a failure for each event its producer did not sign: no signature, or one that does not
+   * verify with the producer key over the event's content as recorded (what its leaf commits to).
+   */
+  private async producerSigned(live: readonly LiveReceipt[], producerKey: string, failures: string[]): Promise<void> {
+    const key = await (this.producer ??= importProducerKey(producerKey).catch((error: unknown) => {
+      this.producer = null;
+      throw new TypeError(`the producer key to verify with is not an Ed25519 verifier key whose key id matches: ${error instanceof Error ? error.message : String(error)}`);
+    }));
+    for (const { event } of live) {
+      const signature = signatureBytes(event.producer_signature);
+      if (!signature) {
+        failures.push(`event ${event.id}: ${event.producer_signature === undefined ? 'it carries no producer signature' : 'its producer signature is malformed'}, though its API key is bound to producer key ${producerKey.trim()}`);
+        continue;
+      }
+      const message = new TextEncoder().encode(producerMessage(event));
+      if (!(await crypto.subtle.verify({ name: 'Ed25519' }, key, new Uint8Array(signature), message))) {
+        failures.push(`event ${event.id}: its producer signature does not verify with producer key ${producerKey.trim()} (its content is not what the producer signed)`);
+      }
     }
   }
 

@@ -4,13 +4,15 @@
  * against the package's declarations and runs it. It records TOTAL events through the delivery queue,
  * telling the test when half are stored and waiting until the test has stopped the service (it restarts
  * it meanwhile), then verifies every receipt and reads the events back: pages of the list, the streamed export, one over tRPC.
+ * Then, with a second key of the organization (SIGNING_API_KEY), it generates a producer key, binds it and
+ * records events signed by it, whose receipts and signatures it verifies.
  */
 import { createInterface } from 'node:readline';
-import { AuditLedgerClient, DeliveryQueue, type EventInput, type Recorded, type StoredEvent } from '@audit-ledger/client';
+import { AuditLedgerClient, DeliveryQueue, type EventInput, generateProducerKey, producerSigner, type Recorded, type StoredEvent } from '@audit-ledger/client';
 import type { AppRouter } from '@audit-ledger/client/router';
 import { createTRPCClient, httpLink } from '@trpc/client';
 
-const { URL: url = '', API_KEY: apiKey = '', VERIFIER_KEY: verifierKey = '', ORGANIZATION: organization = '', TOTAL = '10000', TAG: tag = 'package' } = process.env;
+const { URL: url = '', API_KEY: apiKey = '', SIGNING_API_KEY: signingApiKey = '', VERIFIER_KEY: verifierKey = '', ORGANIZATION: organization = '', TOTAL = '10000', TAG: tag = 'package' } = process.env;
 const total = Number(TOTAL);
 
 const trpc = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/trpc`, headers: { authorization: `Bearer ${apiKey}` } })] });
@@ -51,7 +53,22 @@ const first = recorded[0]?.event as StoredEvent;
 const ids = new Set(recorded.map((r) => r.event.id));
 const viaTrpc = await trpc.events.get.query({ id: first.id });
 
+// Signed: a producer key generated here, bound to the second key before its first event, signing each event.
+const pair = await generateProducerKey('consumer.example');
+const producer = await producerSigner(pair.privateKey, { organizationId: organization });
+const signingClient = new AuditLedgerClient({ url, apiKey: signingApiKey, producer, verify: { verifierKey, organization } });
+const binding = await signingClient.bindProducerKey();
+const signingQueue = new DeliveryQueue(signingClient, { flushIntervalMs: 10 });
+const signedRecorded = await Promise.all(Array.from({ length: 20 }, (_, i) => signingQueue.record({ ...event(i), resource: { type: `${tag}-signed`, id: `s${i}` } })));
+await signingQueue.close();
+const signedVerified = await signingClient.verifyReceipts(signedRecorded);
+
 console.log(JSON.stringify({
+  signed: {
+    bound: binding.producer_key === pair.producerKey,
+    recorded: signedRecorded.filter((r) => typeof (r.event as StoredEvent).producer_signature === 'string').length,
+    verified: signedVerified.verified,
+  },
   recorded: recorded.length,
   ids: ids.size,
   inOrder: recorded.every((r, i) => i === 0 || r.receipt.seq > (recorded[i - 1] as Recorded).receipt.seq),
