@@ -34,7 +34,7 @@ function shortened(name: string): string {
 const WHOLE_INPUT = 'the request body';
 
 /** The first MAX_LISTED_FIELDS of `fields`, and their total when some were left out. */
-function bounded(fields: string[]): { fields: string[]; fieldsTotal?: number } {
+export function bounded(fields: string[]): { fields: string[]; fieldsTotal?: number } {
   const listed = fields.slice(0, MAX_LISTED_FIELDS).map(shortened);
   return fields.length > MAX_LISTED_FIELDS ? { fields: listed, fieldsTotal: fields.length } : { fields: listed };
 }

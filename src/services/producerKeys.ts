@@ -13,6 +13,7 @@ import { AppError, ACCOUNT_MESSAGES } from '../domain/errors';
 import type { EventContent } from '../domain/eventFields';
 import { toApiEvent } from '../domain/eventFields';
 import { NoteError } from '../domain/ledger/formats';
+import { bounded } from '../domain/validation';
 import { parseVerifierKey } from '../domain/ledger/note';
 import { producerMessage, signatureBytes } from '../domain/producerSignature';
 import { PRODUCER_BOUND_ACTION, type AuditActor } from '../domain/selfAudit';
@@ -68,20 +69,26 @@ export class ProducerKeys {
     // refused, and its key can still be bound.
     const signs = contents.some((content) => content.producer_signature !== undefined);
     const bound = signs ? await this.lookup(tenant, keyId) : await this.settle(tenant, keyId);
-    const refusal = (i: number, message: string) => new AppError('EVENT_SIGNATURE_INVALID', message, { fields: [`${field(i)}producer_signature`] });
+    // Every event that owes something is named (as validation names fields), under the first one's message.
+    const refused: { field: string; message: string }[] = [];
     contents.forEach((content, i) => {
-      const given = content.producer_signature;
-      if (!bound) {
-        if (given !== undefined) throw refusal(i, PRODUCER_MESSAGES.unbound);
-        return;
-      }
-      if (given === undefined) throw refusal(i, PRODUCER_MESSAGES.missing);
-      const signature = signatureBytes(given);
-      // Without a timestamp the service would choose one, which no producer signed.
-      if (content.ts === null) throw refusal(i, PRODUCER_MESSAGES.invalid);
-      const message = Buffer.from(producerMessage(apiFormOf(content)), 'utf8');
-      if (!signature || !verify(null, message, bound.key, signature)) throw refusal(i, PRODUCER_MESSAGES.invalid);
+      const problem = this.problemOf(content, bound);
+      if (problem) refused.push({ field: `${field(i)}producer_signature`, message: problem });
     });
+    const [first] = refused;
+    if (first) throw new AppError('EVENT_SIGNATURE_INVALID', first.message, bounded(refused.map((r) => r.field)));
+  }
+
+  /** What an event lacks for its key: null when it carries what it owes. */
+  private problemOf(content: EventContent, bound: Bound | null): string | null {
+    const given = content.producer_signature;
+    if (!bound) return given === undefined ? null : PRODUCER_MESSAGES.unbound;
+    if (given === undefined) return PRODUCER_MESSAGES.missing;
+    const signature = signatureBytes(given);
+    // Without a timestamp the service would choose one, which no producer signed.
+    if (!signature || content.ts === null) return PRODUCER_MESSAGES.invalid;
+    const message = Buffer.from(producerMessage(apiFormOf(content)), 'utf8');
+    return verify(null, message, bound.key, signature) ? null : PRODUCER_MESSAGES.invalid;
   }
 
   /**

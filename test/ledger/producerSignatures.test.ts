@@ -74,9 +74,9 @@ test('a bound key\'s events must be signed by its producer; the signature is kep
   await refused(signedBody(eventBody(), 'org_other', producer), PRODUCER_MESSAGES.invalid);
   expect((await post(org, signedBody(eventBody({ organization_id: 'org_customer' }), 'ignored', producer))).status).toBe(201);
 
-  const batch = await postBatch(org, [signedBody(eventBody(), org.id, producer), eventBody({ timestamp: '2026-03-01T12:00:00Z' })]);
+  const batch = await postBatch(org, [signedBody(eventBody(), org.id, producer), eventBody({ timestamp: '2026-03-01T12:00:00Z' }), signedBody(eventBody(), org.id, other)]);
   expect(batch.status).toBe(400);
-  expect(batch.body).toEqual({ code: 'EVENT_SIGNATURE_INVALID', message: PRODUCER_MESSAGES.missing, fields: ['events[1].producer_signature'] });
+  expect(batch.body).toEqual({ code: 'EVENT_SIGNATURE_INVALID', message: PRODUCER_MESSAGES.missing, fields: ['events[1].producer_signature', 'events[2].producer_signature'] });
   const good = await postBatch(org, Array.from({ length: 5 }, (_, i) => signedBody(eventBody({ actor: { id: `p${i}` } }), org.id, producer)));
   expect(good.status).toBe(201);
   expect(await app.collections.events.countDocuments({ tenant: org.id, api_key_id: org.keyId })).toBe(7);
