@@ -62,6 +62,30 @@ interface ExitHooks {
 }
 
 /**
+ * Open queues that flush at exit, behind one `beforeExit` listener however many there are (one each
+ * would pass Node's limit of ten listeners and warn).
+ */
+const flushedAtExit = new Set<{ flush(): Promise<void> }>();
+const flushAllAtExit = () => {
+  for (const queue of flushedAtExit) void queue.flush();
+};
+
+function exitHooks(): ExitHooks | null {
+  const hooks = (globalThis as { process?: ExitHooks }).process;
+  return typeof hooks?.on === 'function' ? hooks : null;
+}
+
+function flushAtExit(queue: { flush(): Promise<void> }, on: boolean): void {
+  const hooks = exitHooks();
+  if (!hooks) return;
+  const had = flushedAtExit.size > 0;
+  if (on) flushedAtExit.add(queue);
+  else flushedAtExit.delete(queue);
+  if (!had && flushedAtExit.size > 0) hooks.on('beforeExit', flushAllAtExit);
+  if (had && flushedAtExit.size === 0) hooks.off('beforeExit', flushAllAtExit);
+}
+
+/**
  * A recorded event and its promise. `settled` is a promise of its own, not one chained on the caller's:
  * a caller that does not handle a rejection still sees it reported as unhandled.
  */
@@ -118,8 +142,6 @@ export class DeliveryQueue {
   /** Send what is queued without waiting for a full batch (the interval passed, or a flush asked). */
   private urgent = false;
   private closed = false;
-  private readonly exitHooks: ExitHooks | null;
-  private readonly onExit = () => void this.flush();
 
   constructor(private readonly client: AuditLedgerClient, options: QueueOptions = {}) {
     this.options = options;
@@ -127,9 +149,7 @@ export class DeliveryQueue {
     this.flushIntervalMs = Math.max(0, whole(options.flushIntervalMs, 500));
     this.capacity = Math.max(this.maxBatch, whole(options.capacity, 10_000));
     this.concurrency = Math.max(1, whole(options.concurrency, 1));
-    const hooks = (globalThis as { process?: ExitHooks }).process;
-    this.exitHooks = options.flushOnExit !== false && typeof hooks?.on === 'function' ? hooks : null;
-    this.exitHooks?.on('beforeExit', this.onExit);
+    if (options.flushOnExit !== false) flushAtExit(this, true);
   }
 
   /** Events held: queued and being sent (not those waiting for room). */
@@ -197,7 +217,7 @@ export class DeliveryQueue {
   /** Refuses further events, sends what is held and waits for it (forever, if the service never answers). */
   async close(): Promise<void> {
     this.closed = true;
-    this.exitHooks?.off('beforeExit', this.onExit);
+    flushAtExit(this, false);
     await this.flush();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
