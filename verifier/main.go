@@ -7,7 +7,19 @@
 // consistency proof from it.
 //
 //	go run . -url http://localhost:3000 -key alk_… -vkey <name>+<id>+<key> [-events 50] [-old old.checkpoint] [-save new.checkpoint]
-//	         [-witness <cosignature/v1 verifier key> ...] [-fsck]
+//	         [-producer <api_key_id>=<producer verifier key> ...] [-witness <cosignature/v1 verifier key> ...] [-fsck]
+//
+// Producer signatures: an API key bound to a producer's Ed25519 key has every event signed by the
+// producer (the service's docs/ledger.md, "Producer signatures"). The bindings are the service's
+// `audit_ledger.key.producer_bound` entries among the events proven here, and those pinned with
+// -producer (repeated); a pin a binding entry contradicts, or two entries naming different producer
+// keys, fail. Every proven event of a bound key but the service's own records (api_key_id
+// "audit_ledger", or an action in the audit_ledger. namespace) must carry the producer's signature
+// over "audit-ledger/producer-event/v1\n" ‖ JCS of its signed fields, which are taken here from the
+// event's JSON and canonicalized here, and checked with Go's signed-note verifier (Ed25519, key id
+// checked). A signed event of a key with no binding in view is reported as not checked (its binding may
+// be older than the events fetched: pin it), unless every leaf of the tree was proven here: then
+// nothing binds it, and it fails.
 //
 // With -witness (repeated), the organization checkpoint must be included in an installation checkpoint
 // cosigned by every witness named, checked with transparency-dev's cosignature/v1 verifier
@@ -49,6 +61,33 @@ type witnessKeys []string
 func (w *witnessKeys) String() string     { return strings.Join(*w, ",") }
 func (w *witnessKeys) Set(v string) error { *w = append(*w, v); return nil }
 
+// producerPins is -producer: API key id → the producer verifier key the user pins for it.
+type producerPins map[string]string
+
+func (p producerPins) String() string {
+	pins := make([]string, 0, len(p))
+	for keyID, key := range p {
+		pins = append(pins, keyID+"="+key)
+	}
+	return strings.Join(pins, ",")
+}
+
+func (p producerPins) Set(v string) error {
+	keyID, key, ok := strings.Cut(v, "=")
+	keyID, key = strings.TrimSpace(keyID), strings.TrimSpace(key)
+	if !ok || keyID == "" || key == "" {
+		return fmt.Errorf("want <api_key_id>=<producer verifier key>")
+	}
+	if _, err := note.NewVerifier(key); err != nil {
+		return fmt.Errorf("producer key of %s: %w", keyID, err)
+	}
+	if known, ok := p[keyID]; ok && known != key {
+		return fmt.Errorf("API key %s pinned to two producer keys", keyID)
+	}
+	p[keyID] = key
+	return nil
+}
+
 var (
 	baseURL = flag.String("url", "", "the server, e.g. http://localhost:3000")
 	apiKey  = flag.String("key", "", "an API key of the organization")
@@ -58,10 +97,12 @@ var (
 	save    = flag.String("save", "", "where to save the newest checkpoint")
 	runFsck = flag.Bool("fsck", false, "read the organization's log and the installation log with Tessera's fsck")
 	witness witnessKeys
+	pinned  = producerPins{}
 )
 
 func init() {
 	flag.Var(&witness, "witness", "a witness's cosignature/v1 verifier key: the installation checkpoint must carry its cosignature (repeatable)")
+	flag.Var(pinned, "producer", "<api_key_id>=<producer verifier key>: the key's events must be signed by that producer key; the log's binding entries must agree (repeatable)")
 }
 
 var failed bool
@@ -115,7 +156,7 @@ func decodeAll(in []string) ([][]byte, error) {
 func main() {
 	flag.Parse()
 	if *baseURL == "" || *apiKey == "" || *vkey == "" {
-		fmt.Fprintln(os.Stderr, "usage: verifier -url URL -key KEY -vkey VERIFIER_KEY [-events N] [-old FILE] [-save FILE]")
+		fmt.Fprintln(os.Stderr, "usage: verifier -url URL -key KEY -vkey VERIFIER_KEY [-events N] [-old FILE] [-save FILE] [-producer API_KEY_ID=PRODUCER_KEY ...] [-witness KEY ...] [-fsck]")
 		os.Exit(2)
 	}
 	if err := run(); err != nil {
@@ -176,6 +217,10 @@ func run() error {
 	if err := get("/v1/events", url.Values{"limit": {fmt.Sprint(*count)}}, &page); err != nil {
 		return err
 	}
+	// The events whose hash and inclusion were proven here, and the leaves they are: only they count
+	// for producer signatures.
+	var proven []json.RawMessage
+	provenLeaves := map[uint64]bool{}
 	for _, raw := range page.Data {
 		var event struct {
 			ID string `json:"id"`
@@ -224,11 +269,12 @@ func run() error {
 			newest.Origin == verifier.Name()+"/"+fields.Org
 		// The leaf must commit to the event as returned, hashed here: not to what the server says its hash is.
 		// v1 leaves hold the event's SHA-256; v2 leaves hold SHA-256("audit-ledger/event/v2\n" ‖ salt ‖ JCS(event)).
+		var hashOK bool
 		switch fields.V {
 		case 1:
 			leafOK = leafOK && fields.Commitment == "" && p.Salt == ""
-			check(fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == event.ID,
-				"event %s: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to", event.ID)
+			hashOK = fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == event.ID
+			check(hashOK, "event %s: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to", event.ID)
 		case 2:
 			salt, err := hex.DecodeString(p.Salt)
 			h := sha256.New()
@@ -237,8 +283,8 @@ func run() error {
 			h.Write(canonical)
 			commitment := hex.EncodeToString(h.Sum(nil))
 			leafOK = leafOK && fields.EventSHA256 == "" && err == nil && len(salt) == 32
-			check(fields.Commitment == commitment && p.Commitment == commitment && p.EventSHA256 == eventHash && p.EventID == event.ID,
-				"event %s: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to", event.ID)
+			hashOK = fields.Commitment == commitment && p.Commitment == commitment && p.EventSHA256 == eventHash && p.EventID == event.ID
+			check(hashOK, "event %s: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to", event.ID)
 		default:
 			leafOK = false
 		}
@@ -246,7 +292,13 @@ func run() error {
 		inclusionOK := err == nil && p.Checkpoint == newest.Checkpoint &&
 			proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, cp.Hash) == nil
 		check(leafOK && inclusionOK, "event %s is sequence number %d of the signed tree of %d", p.EventID, p.LeafIndex+1, cp.Size)
+		if hashOK && leafOK && inclusionOK {
+			proven = append(proven, raw)
+			provenLeaves[p.LeafIndex] = true
+		}
 	}
+	// Every leaf of the tree proven here: the events are the whole log, so no binding lies beyond them.
+	checkProducerSignatures(proven, uint64(len(provenLeaves)) == cp.Size)
 
 	if *oldFile != "" {
 		old, err := os.ReadFile(*oldFile)

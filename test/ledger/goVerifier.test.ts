@@ -3,7 +3,9 @@
  * verifier, transparency-dev's checkpoint parser and RFC 6962 proof verification, gowebpki's RFC 8785
  * canonicalizer) checks the running test server's checkpoint against a pinned key, recomputes each
  * event's hash from its JSON, checks inclusion and consistency proofs, and fails when the log is
- * tampered with, the key is not the pinned one, or an event is served other than it was signed.
+ * tampered with, the key is not the pinned one, or an event is served other than it was signed. It checks
+ * producer signatures too, with code of its own: the bindings from the log's binding entries it proved
+ * and from -producer pins, each bound key's events against its producer key.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,8 +14,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Binary } from 'mongodb';
 import { signerFromSeed } from '../../src/domain/ledger/note';
+import { contentOf } from '../../src/domain/eventFields';
+import { draftsOf, freshStamp } from '../../src/services/idempotency';
 import { call, eventBody } from '../helpers/api';
 import { goProgram } from '../helpers/goPrograms';
+import { producerSigner, signedBody } from '../helpers/producer';
 import { seedEvents } from '../helpers/seed';
 import { listenOnFreePort, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 
@@ -142,3 +147,112 @@ test('an event served other than it was signed fails: its hash is recomputed fro
     server.close();
   }
 });
+
+describe('producer signatures', () => {
+  const bind = (org: TestOrg, producerKey: string) => call(`${app.url}/v1/producer-key`, { key: org.key, method: 'PUT', body: { producer_key: producerKey } });
+
+  /** Waits until a checkpoint includes the event (a proof of it waits for one). */
+  async function proven(org: TestOrg, id: string): Promise<void> {
+    expect((await call(`${app.url}/v1/events/${id}/proof`, { key: org.key })).status).toBe(200);
+  }
+
+  /** Signed events of `org`'s bound key, posted, and included in a checkpoint. */
+  async function writeSigned(org: TestOrg, producer: ReturnType<typeof producerSigner>, count: number): Promise<string[]> {
+    // Metadata whose canonical form differs from its JSON text: key order, numbers, escapes, non-ASCII.
+    const events = Array.from({ length: count }, (_, i) => signedBody(eventBody({ actor: { id: `signed${i}` }, metadata: { z: 1e21, b: [1.5, 'é', '<&>\u2028'], a: { y: null, x: -0 } } }), org.id, producer));
+    const res = await call(`${app.url}/v1/events/batch`, { key: org.key, body: { events } });
+    expect(res.status).toBe(201);
+    const ids = (res.body.events as { id: string }[]).map((event) => event.id);
+    await proven(org, ids[count - 1] as string);
+    return ids;
+  }
+
+  /** Stores a content through the service's own write path, past its door (what code holding its key could run). */
+  async function writeOwn(org: TestOrg, content: ReturnType<typeof contentOf>): Promise<string> {
+    const [doc] = await app.services.ingest.writeOwn(draftsOf(org.id, [content], freshStamp(1, new Date(), org.keyId)));
+    const id = doc?._id as string;
+    await proven(org, id);
+    return id;
+  }
+
+  test('a bound key\'s signed events verify; an unsigned one the service\'s own write path stored fails, named; a pin the log contradicts fails', async () => {
+    const org = await app.org();
+    const producer = producerSigner();
+    expect((await bind(org, producer.text)).status).toBe(200);
+    const ids = await writeSigned(org, producer, 4);
+
+    const result = await verify(org, '-events', '50');
+    expect(result.stdout).not.toContain('FAIL');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^ok {4}binding entry \\S+ binds API key ${org.keyId} to producer key ${literally(producer.text)}$`, 'm'));
+    for (const id of ids) expect(result.stdout).toContain(`ok    event ${id}: its producer signature, over its content canonicalized here, verifies with producer key ${producer.text} bound to API key ${org.keyId}`);
+    expect(result.stdout).toContain('ok    producer signatures: 4 of 4 event(s) of 1 bound API key(s) carry a valid signature by the bound producer key, verified here');
+
+    // The binding entry older than the events fetched: the signatures are not checked, unless pinned.
+    const partial = await verify(org, '-events', '4');
+    expect(partial.code).toBe(0);
+    expect(partial.stdout).toContain(`skip  producer signature: 4 signed event(s) of API key ${org.keyId} not checked: no binding entry of the key is among the events fetched and none is pinned`);
+    expect(partial.stdout).not.toContain('producer signatures:');
+    const pinned = await verify(org, '-events', '4', '-producer', `${org.keyId}=${producer.text}`);
+    expect(pinned.code).toBe(0);
+    expect(pinned.stdout).toContain('ok    producer signatures: 4 of 4 event(s) of 1 bound API key(s)');
+    const agreeing = await verify(org, '-events', '50', '-producer', `${org.keyId}=${producer.text}`);
+    expect(agreeing.code).toBe(0);
+    expect(agreeing.stdout).toMatch(new RegExp(`^ok {4}binding entry \\S+ binds API key ${org.keyId} to producer key ${literally(producer.text)}, as -producer does$`, 'm'));
+
+    // A pin the log's binding contradicts.
+    const other = producerSigner('other.test');
+    const contradicted = await verify(org, '-events', '50', '-producer', `${org.keyId}=${other.text}`);
+    expect(contradicted.code).toBe(1);
+    expect(contradicted.stdout).toMatch(new RegExp(`^FAIL {2}binding entry \\S+ binds API key ${org.keyId} to producer key ${literally(producer.text)}, but -producer binds it to ${literally(other.text)}$`, 'm'));
+
+    // An unsigned event of the bound key, stored by the service's own write path and signed into the log.
+    const forged = await writeOwn(org, contentOf(eventBody({ actor: { id: 'forged' }, action: 'payout.approved' }), org.id));
+    const named = await verify(org, '-events', '50');
+    expect(named.code).toBe(1);
+    expect(named.stdout).toContain(`ok    event ${forged} is sequence number`);
+    expect(named.stdout).toContain(`FAIL  event ${forged} of API key ${org.keyId}, bound to producer key ${producer.text}, carries no producer signature`);
+    expect(named.stdout).toContain('FAIL  producer signatures: 4 of 5 event(s) of 1 bound API key(s)');
+    expect(named.stdout.match(/^FAIL/gm)).toHaveLength(2);
+  });
+
+  test('an event of a bound key signed by another producer key fails, named', async () => {
+    const org = await app.org();
+    const producer = producerSigner();
+    expect((await bind(org, producer.text)).status).toBe(200);
+    await writeSigned(org, producer, 2);
+    // A valid signature of exactly this content, by a key the log does not bind to the API key.
+    const other = producerSigner('other.test');
+    const at = new Date();
+    const body = signedBody(eventBody({ actor: { id: 'impostor' }, timestamp: at.toISOString() }), org.id, other);
+    const forged = await writeOwn(org, { ...contentOf(body, org.id), ts: at });
+    const result = await verify(org, '-events', '50');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`FAIL  event ${forged}: its producer signature, over its content canonicalized here, verifies with producer key ${producer.text} bound to API key ${org.keyId}`);
+    expect(result.stdout).toContain('FAIL  producer signatures: 2 of 3 event(s) of 1 bound API key(s)');
+    // Pinned to the impostor's key, the log's binding still disagrees, and the true events fail instead.
+    const pinned = await verify(org, '-events', '50', '-producer', `${org.keyId}=${other.text}`);
+    expect(pinned.code).toBe(1);
+    expect(pinned.stdout).toContain('FAIL  producer signatures: 1 of 3 event(s) of 1 bound API key(s)');
+  });
+
+  test('a signed event of a key bound nowhere: not checked in part of the log, a failure when every leaf is proven', async () => {
+    const org = await app.org();
+    await write(org, 3);
+    const signer = producerSigner();
+    const at = new Date();
+    const body = signedBody(eventBody({ actor: { id: 'unbound' }, timestamp: at.toISOString() }), org.id, signer);
+    const forged = await writeOwn(org, { ...contentOf(body, org.id), ts: at });
+    const part = await verify(org, '-events', '2');
+    expect(part.code).toBe(0);
+    expect(part.stdout).toContain(`skip  producer signature: 1 signed event(s) of API key ${org.keyId} not checked`);
+    const whole = await verify(org, '-events', '100');
+    expect(whole.code).toBe(1);
+    expect(whole.stdout).toContain(`FAIL  producer signature: 1 event(s) of API key ${org.keyId} carry a producer signature, but no binding entry of the log (every leaf of which was proven here) binds a producer key to it: ${forged}`);
+  });
+});
+
+/** `text` as a regular expression matching itself. */
+function literally(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
