@@ -210,7 +210,9 @@ test('a client signing with another private key than the bound one: EVENT_SIGNAT
     const error = (outcome as PromiseRejectedResult).reason as AuditLedgerError;
     expect(error).toBeInstanceOf(AuditLedgerError);
     expect([error.status, error.code]).toEqual([400, 'EVENT_SIGNATURE_INVALID']);
-    expect(error.fields).toEqual([expect.stringMatching(/^events\[\d\]\.producer_signature$/)]);
+    // Each event that owes a signature is named: one, or both when they went in one batch.
+    expect(error.fields?.length).toBeGreaterThanOrEqual(1);
+    expect(error.fields?.every((field) => /^events\[\d\]\.producer_signature$/.test(field))).toBe(true);
   }
   const single = await client.createEvent(event(2)).catch((error: unknown) => error as AuditLedgerError);
   expect(single).toBeInstanceOf(AuditLedgerError);
