@@ -211,8 +211,8 @@ test('a client signing with another private key than the bound one: EVENT_SIGNAT
     expect(error).toBeInstanceOf(AuditLedgerError);
     expect([error.status, error.code]).toEqual([400, 'EVENT_SIGNATURE_INVALID']);
     // Each event that owes a signature is named: one, or both when they went in one batch.
-    expect(error.fields?.length).toBeGreaterThanOrEqual(1);
-    expect(error.fields?.every((field) => /^events\[\d\]\.producer_signature$/.test(field))).toBe(true);
+    expect(error.fields.length).toBeGreaterThanOrEqual(1);
+    expect(error.fields.every((field) => /^events\[\d\]\.producer_signature$/.test(field))).toBe(true);
   }
   const single = await client.createEvent(event(2)).catch((error: unknown) => error as AuditLedgerError);
   expect(single).toBeInstanceOf(AuditLedgerError);
