@@ -47,4 +47,12 @@ export function opt(values: Values, name: string): string | undefined {
 }
 
 export const str = { type: 'string' } as const;
+/** A string option that may be given more than once. */
+export const strs = { type: 'string', multiple: true } as const;
+
+/** Every value of a repeatable option. */
+export function all(values: Values, name: string): string[] {
+  const value = values[name];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : typeof value === 'string' ? [value] : [];
+}
 export const flag = { type: 'boolean' } as const;

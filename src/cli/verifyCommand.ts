@@ -26,6 +26,8 @@ export interface VerifyOptions {
   key: string | undefined;
   /** A c2sp.org/tlog-policy file: the installation checkpoint's cosignatures must meet its quorum. */
   policy?: string | undefined;
+  /** Pinned producer bindings (API key id → producer verifier key): the log must agree. */
+  producers?: ReadonlyMap<string, string>;
 }
 
 export interface VerifySummary extends Record<string, unknown> {
@@ -65,7 +67,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   const found = checkExport(verifier, sidecar, items, record);
   const checkpoint = found.checkpoint;
   if (!checkpoint) return summary(found.treeSize, found.events);
-  await checkProducerSignatures(found.proven, isWholeLog(sidecar.filters), record);
+  await checkProducerSignatures(found.proven, isWholeLog(sidecar.filters), record, options.producers);
   const remember = options.state ? await checkAgainstState(options, verifier, checkpoint, record) : false;
   if (policyText !== null) witnesses = checkWitnessed(parsePolicy(policyText), verifier, sidecar.checkpoint, sidecar.installation ?? null, record);
   const result = summary(checkpoint.size, found.events);

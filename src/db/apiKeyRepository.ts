@@ -66,6 +66,11 @@ export class OrgApiKeys {
     return { doc, key: generated.key };
   }
 
+  /** One of the organization's keys by its public id, or null. */
+  async get(keyId: string): Promise<ApiKeyDoc | null> {
+    return this.c.apiKeys.findOne({ key_id: keyId, org_id: this.orgId });
+  }
+
   /** Oldest first (the CLI's listing) or newest first (the dashboard's). */
   async list(order: 'oldest' | 'newest'): Promise<ApiKeyDoc[]> {
     const direction = order === 'oldest' ? 1 : -1;

@@ -114,7 +114,7 @@ export const ZCreateEventInput = z
       organization_id: optionalText(LIMITS.id).refine((v) => v !== '', 'must not be empty'),
       timestamp: ZEventTimestampInput.nullish(),
       producer_signature: optionalText(LIMITS.id).meta({
-        description: 'Required from an API key bound to a producer key, refused from any other: the producer\'s Ed25519 signature (base64) of the event\'s content (docs/ledger.md, "Producer signatures")',
+        description: 'Required from an API key bound to a producer key, refused from any other: the producer\'s Ed25519 signature (base64) of the event\'s content (docs/trust-model.md, "Producer signatures")',
       }),
     },
   )

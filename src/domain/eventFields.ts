@@ -58,7 +58,7 @@ export const EVENT_FIELDS = [
   // Only on events of an API key bound to a producer key (src/domain/producerSignature.ts).
   {
     api: 'producer_signature', stored: 'producer_signature', kind: 'optionalText', input: ['producer_signature'], max: 'id', omitWhenNull: true,
-    description: 'The producer\'s Ed25519 signature (base64) of the event\'s content, present only on events of an API key bound to a producer key (docs/ledger.md, "Producer signatures")',
+    description: 'The producer\'s Ed25519 signature (base64) of the event\'s content, present only on events of an API key bound to a producer key (docs/trust-model.md, "Producer signatures")',
   },
 ] as const satisfies readonly EventField[];
 

@@ -1,5 +1,5 @@
 /**
- * Producer signatures (docs/ledger.md, "Producer signatures"). An API key can be bound, before its first
+ * Producer signatures (docs/trust-model.md, "Producer signatures"). An API key can be bound, before its first
  * event, to a producer's Ed25519 key (a C2SP verifier key, `<name>+<hex id>+<base64(0x01 ‖ key)>`).
  * Every event of a bound key then carries `producer_signature`: the producer's signature of the bytes
  * `producerMessage` makes of the event's content. The service refuses an event of a bound key without a
@@ -11,7 +11,7 @@
  */
 import { CLIENT_FIELDS, type EventField } from './eventFields';
 import { canonicalJson, fromBase64, keyIdInput, NoteError, parseVerifierKeyText } from './ledger/formats';
-import { isReservedAction, PRODUCER_BOUND_ACTION, SELF_AUDIT_KEY_ID } from './selfAudit';
+import { PRODUCER_BOUND_ACTION, SELF_AUDIT_ACTIONS, SELF_AUDIT_KEY_ID } from './selfAudit';
 
 export { PRODUCER_BOUND_ACTION };
 
@@ -70,8 +70,13 @@ export function bindingOf(event: CheckedEvent): { keyId: string; producerKey: st
   return typeof event.resource_id === 'string' && typeof producerKey === 'string' ? { keyId: event.resource_id, producerKey } : null;
 }
 
-/** Whether an event is the producer's words: not one the service recorded itself (its own namespace). */
-const isProducers = (event: CheckedEvent) => event.api_key_id !== SELF_AUDIT_KEY_ID && !isReservedAction(event.action);
+/**
+ * Whether an event is the producer's words: not one the service recorded itself, under its own key id
+ * or, for what a key did (an export, a stream), under that key's id with one of its exact actions. Any
+ * other action of its namespace is no client's (clients are refused it) and no record of the service's:
+ * under a bound key it is checked like the rest, and fails.
+ */
+const isProducers = (event: CheckedEvent) => event.api_key_id !== SELF_AUDIT_KEY_ID && !Object.hasOwn(SELF_AUDIT_ACTIONS, event.action);
 
 const MAX_NAMED = 5;
 
@@ -82,8 +87,9 @@ const MAX_NAMED = 5;
  * - every event of a bound key (but the service's own records) carries a valid signature by its key;
  * - a signature on an event of a key the log never binds fails: nothing unverifiable passes as signed.
  * `pinned`: bindings the verifier knows from elsewhere (its own key, a pinned flag); the log must agree.
- * Memory: signed events met before their key's binding are held until it comes (in the log, none or a
- * few); of unsigned ones, only a count and the first ids.
+ * Memory: signed events met before their key's binding are held until it comes (an export is newest
+ * first, so most of them: references to events the caller holds anyway); of unsigned ones, only a count
+ * and the first ids.
  */
 export class ProducerSignatureCheck {
   private readonly bindings = new Map<string, { text: string; key: Promise<CryptoKey | null> }>();
@@ -127,15 +133,18 @@ export class ProducerSignatureCheck {
 
   /**
    * What was found, once all events are in. `complete`: the events given are the whole log, so a signed
-   * event whose key no binding entry binds fails; otherwise (a filtered export, a page) its binding may
-   * be among the events left out, and it is counted as unchecked.
+   * event whose key no binding entry binds fails; otherwise (a filtered export, a page) a key's binding
+   * may be among the events left out, and the events of keys bound nowhere in view (signed or not) are
+   * counted as unchecked.
    */
   finish(complete: boolean): { failures: string[]; unchecked: number; bound: number } {
+    // Over part of a log, a key bound outside it is not known: its events, signed or not, are unchecked.
     let unchecked = 0;
     for (const [keyId, held] of this.waiting) {
       if (complete) this.fail(`${held.length} event(s) of API key ${keyId} carry a producer signature, but the log binds no producer key to it`, held.map((event) => event.id), held.length);
       else unchecked += held.length;
     }
+    if (!complete) for (const held of this.unsigned.values()) unchecked += held.count;
     this.waiting.clear();
     this.unsigned.clear();
     return { failures: [...this.failures], unchecked, bound: this.bindings.size };

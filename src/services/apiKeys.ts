@@ -39,9 +39,10 @@ export class ApiKeyService {
     return { key, apiKey: apiKeyView(doc) };
   }
 
-  async list(principal: SessionPrincipal): Promise<(ApiKeyView & { producer_key: string | null })[]> {
-    const [docs, bound] = await Promise.all([this.keys.forOrg(principal.tenant).list('newest'), this.producers.boundIn(principal.tenant)]);
-    return docs.map((doc) => ({ ...apiKeyView(doc), producer_key: bound.get(doc.key_id) ?? null }));
+  /** The keys, each with its producer key (null: unsigned) and whether it can still be bound (it has sent no event). */
+  async list(principal: SessionPrincipal): Promise<(ApiKeyView & { producer_key: string | null; producer_bindable: boolean })[]> {
+    const [docs, settled] = await Promise.all([this.keys.forOrg(principal.tenant).list('newest'), this.producers.settledIn(principal.tenant)]);
+    return docs.map((doc) => ({ ...apiKeyView(doc), producer_key: settled.get(doc.key_id) ?? null, producer_bindable: !settled.has(doc.key_id) && doc.revoked_at === null }));
   }
 
   /**

@@ -33,9 +33,11 @@ interface Bound {
 
 export const PRODUCER_MESSAGES = {
   missing: 'Invalid request: this API key is bound to a producer key, so every event must carry producer_signature, the producer\'s Ed25519 signature of its content',
-  invalid: 'Invalid request: producer_signature does not verify with the producer key bound to this API key (the content sent, its timestamp included, is not what was signed)',
+  invalid: 'Invalid request: producer_signature does not verify with the producer key bound to this API key: the content sent is not what was signed (is organization_id, or the key\'s organization when none is given, the one signed?)',
+  malformed: 'Invalid request: producer_signature must be the standard base64 of a 64-byte Ed25519 signature',
+  noTimestamp: 'Invalid request: an event of a key bound to a producer key gives its timestamp (the signed one): without it the service would choose a time nobody signed',
   unbound: 'Invalid request: this API key is not bound to a producer key, so its events carry no producer_signature',
-  conflict: 'This API key already has events or another producer key: a producer key is bound to a key before its first event, once',
+  conflict: 'This API key has already sent events, or is bound to another producer key: a producer key is bound to an API key once, before its first event. Create a new API key and bind it before using it',
   badKey: 'Invalid request: producer_key must be an Ed25519 verifier key, <name>+<key id>+<base64 key>, whose key id matches',
 } as const;
 
@@ -68,7 +70,7 @@ export class ProducerKeys {
     // Signed events never settle a key as unsigned: a producer that signs before its key is bound is
     // refused, and its key can still be bound.
     const signs = contents.some((content) => content.producer_signature !== undefined);
-    const bound = signs ? await this.lookup(tenant, keyId) : await this.settle(tenant, keyId);
+    const bound = await this.claimOf(tenant, keyId, !signs);
     // Every event that owes something is named (as validation names fields), under the first one's message.
     const refused: { field: string; message: string }[] = [];
     contents.forEach((content, i) => {
@@ -85,51 +87,73 @@ export class ProducerKeys {
     if (!bound) return given === undefined ? null : PRODUCER_MESSAGES.unbound;
     if (given === undefined) return PRODUCER_MESSAGES.missing;
     const signature = signatureBytes(given);
-    // Without a timestamp the service would choose one, which no producer signed.
-    if (!signature || content.ts === null) return PRODUCER_MESSAGES.invalid;
+    if (!signature) return PRODUCER_MESSAGES.malformed;
+    if (content.ts === null) return PRODUCER_MESSAGES.noTimestamp;
     const message = Buffer.from(producerMessage(apiFormOf(content)), 'utf8');
     return verify(null, message, bound.key, signature) ? null : PRODUCER_MESSAGES.invalid;
   }
 
   /**
-   * Binds `keyId` (of `tenant`) to a producer key, if it has no event and no other producer key yet; the
-   * same binding again succeeds (and is recorded again: a binding whose record a crash lost gets one).
-   * `record` writes the service's binding entry into the organization's log.
+   * Binds `keyId` (of `tenant`) to a producer key, if it has sent no event and has no other producer key
+   * yet; the same binding again answers the same. `record` writes the service's binding entry into the
+   * organization's log, once: when the log has none for the key yet (a binding whose entry a crash lost
+   * gets it then). The log is asked first, so that a claim row deleted from the database cannot have the
+   * service record a second binding of the key to another producer key.
    */
   async bind(tenant: string, keyId: string, producerKey: string, record: (keyName: string, producerKey: string) => Promise<unknown>): Promise<{ api_key_id: string; producer_key: string }> {
     const { text, key } = checkedProducerKey(producerKey);
-    const doc = (await this.keys.forOrg(tenant).list('oldest')).find((k) => k.key_id === keyId && k.revoked_at === null);
-    if (!doc) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    const doc = await this.keys.forOrg(tenant).get(keyId);
+    if (!doc || doc.revoked_at !== null) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    const logged = await this.claims.loggedBindings(tenant, keyId);
+    if (logged.some((other) => other !== text)) throw new AppError('PRODUCER_KEY_CONFLICT', PRODUCER_MESSAGES.conflict);
+    const existing = await this.claims.find(tenant, keyId);
+    if (existing === null) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
+    if (existing === undefined && logged.length === 0 && (await this.claims.hasSent(tenant, keyId))) {
+      // Used before claims were kept: settled as unsigned now, as its first event would have settled it.
+      await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: null, at: this.clock.now() });
+      throw new AppError('PRODUCER_KEY_CONFLICT', PRODUCER_MESSAGES.conflict);
+    }
     const claim = await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: text, at: this.clock.now() });
     if (!claim) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
     if (claim.producer_key !== text) throw new AppError('PRODUCER_KEY_CONFLICT', PRODUCER_MESSAGES.conflict);
     this.settled.set(keyId, Promise.resolve({ text, key }));
-    await record(doc.name, text);
+    if (logged.length === 0) await record(doc.name, text);
     return { api_key_id: keyId, producer_key: text };
   }
 
-  /** The organization's bound keys: key id → producer key. */
-  async boundIn(tenant: string): Promise<Map<string, string>> {
-    return new Map((await this.claims.boundIn(tenant)).map((claim) => [claim._id, claim.producer_key as string]));
+  /** The organization's keys that are settled: key id → producer key, or null (its events are unsigned, it cannot be bound). */
+  async settledIn(tenant: string): Promise<Map<string, string | null>> {
+    return new Map((await this.claims.claimsIn(tenant)).map((claim) => [claim._id, claim.producer_key]));
   }
 
-  /** The key's producer key if it is bound; null if not (yet): nothing is settled. */
-  private async lookup(tenant: string, keyId: string): Promise<Bound | null> {
-    const settled = this.settled.get(keyId);
-    if (settled) return settled;
-    const claim = await this.claims.find(tenant, keyId);
-    if (claim === undefined) return null;
-    const bound = boundOf(claim);
-    this.settled.set(keyId, Promise.resolve(bound));
-    return bound;
+  /**
+   * The key's producer key, or null. `settleUnsigned`: a key with no claim yet is settled as unsigned
+   * (its first unsigned event); otherwise it is left open (a signed event before the binding is refused
+   * and changes nothing), and nothing is cached that an unsigned event could take for settled. A key
+   * without a claim whose log holds a binding entry (its claim row deleted behind the service's back) is
+   * settled bound, as the log says: the log is the word on bindings.
+   */
+  private async claimOf(tenant: string, keyId: string, settleUnsigned: boolean): Promise<Bound | null> {
+    const cached = this.settled.get(keyId);
+    if (cached) return cached;
+    if (!settleUnsigned) {
+      const found = await this.claims.find(tenant, keyId);
+      if (found === undefined && (await this.claims.loggedBindings(tenant, keyId)).length === 0) return null;
+    }
+    return this.settle(tenant, keyId);
   }
 
+  /** Settles the key (the claim found, the log's binding, or unsigned), once per process: a pending settlement is shared, a failed one forgotten. */
   private settle(tenant: string, keyId: string): Promise<Bound | null> {
     let settled = this.settled.get(keyId);
     if (!settled) {
-      settled = this.claims.settle({ _id: keyId, org_id: tenant, producer_key: null, at: this.clock.now() }).then(boundOf);
+      settled = (async () => {
+        const found = await this.claims.find(tenant, keyId);
+        if (found !== undefined) return boundOf(found);
+        const [logged] = await this.claims.loggedBindings(tenant, keyId);
+        return boundOf(await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: logged ?? null, at: this.clock.now() }));
+      })();
       this.settled.set(keyId, settled);
-      // A failed round (the database away) settles nothing: the next event asks again.
       settled.catch(() => this.settled.delete(keyId));
     }
     return settled;

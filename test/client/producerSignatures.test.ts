@@ -125,6 +125,8 @@ test('a generated key, bound with bindProducerKey: 50 events through the queue a
   const first = await client.createEvent(body, { idempotencyKey: 'signed-once' });
   const again = await client.createEvent(body, { idempotencyKey: 'signed-once' });
   expect([first.replayed, again.replayed, again.event.id]).toEqual([false, true, first.event.id]);
+  // Unsigned and without a timestamp, it would be signed with another time at each retry: refused before sending.
+  await expect(client.createEvent(event(54), { idempotencyKey: 'unsigned-no-time' })).rejects.toThrow(/give each event its timestamp/);
   const batch = await client.createBatch([event(52), event(53, { timestamp: '2026-03-02T00:00:00Z' })]);
   expect(batch.recorded.map((r) => (r.event as StoredEvent).producer_signature)).toEqual([expect.any(String), expect.any(String)]);
   expect(await client.verifyReceipts([single, first, ...batch.recorded])).toMatchObject({ verified: 4 });

@@ -1,5 +1,5 @@
 /**
- * Producer signatures (docs/ledger.md, "Producer signatures"): a key bound to a producer's Ed25519 key
+ * Producer signatures (docs/trust-model.md, "Producer signatures"): a key bound to a producer's Ed25519 key
  * before its first event (REST, dashboard procedure, CLI) has every event refused unless the producer
  * signed exactly its content; the signature is kept, shown and exported; `verify` checks it from the
  * log's own binding entries; and an unsigned event of a bound key that the service's own write path
@@ -68,8 +68,8 @@ test('a bound key\'s events must be signed by its producer; the signature is kep
   await refused({ ...signed, action: 'user.deleted' }, PRODUCER_MESSAGES.invalid);
   await refused({ ...signed, metadata: { b: 2, a: [1.5, 'é'] } }, PRODUCER_MESSAGES.invalid);
   await refused(signedBody(eventBody(), org.id, other), PRODUCER_MESSAGES.invalid);
-  await refused({ ...signed, timestamp: undefined }, PRODUCER_MESSAGES.invalid);
-  await refused({ ...signed, producer_signature: 'not base64!' }, PRODUCER_MESSAGES.invalid);
+  await refused({ ...signed, timestamp: undefined }, PRODUCER_MESSAGES.noTimestamp);
+  await refused({ ...signed, producer_signature: 'not base64!' }, PRODUCER_MESSAGES.malformed);
   // Signed for another organization_id than the one stored (the key's own, when the body gives none).
   await refused(signedBody(eventBody(), 'org_other', producer), PRODUCER_MESSAGES.invalid);
   expect((await post(org, signedBody(eventBody({ organization_id: 'org_customer' }), 'ignored', producer))).status).toBe(201);
@@ -82,8 +82,9 @@ test('a bound key\'s events must be signed by its producer; the signature is kep
   expect(await app.collections.events.countDocuments({ tenant: org.id, api_key_id: org.keyId })).toBe(7);
 
   // The binding is the service's own entry in the organization's log, under its key id.
+  // Bound twice with the same key: recorded once.
   const entries = await app.collections.events.find({ tenant: org.id, action: 'audit_ledger.key.producer_bound' }).toArray();
-  expect(entries.length).toBe(2);
+  expect(entries.length).toBe(1);
   expect(entries.every((e) => e.api_key_id === 'audit_ledger' && e.resource_id === org.keyId && JSON.parse(e.metadata).producer_key === producer.text)).toBe(true);
 
   const verified = await exportAndVerify(org, 'signed');
@@ -109,6 +110,46 @@ test('an unbound key sends no signature; a key that has sent an event cannot be 
     expect(res.body).toEqual({ code: 'VALIDATION_FAILED', message: PRODUCER_MESSAGES.badKey, fields: ['producer_key'] });
   }
   expect((await bind(org, producer.text)).status).toBe(200);
+});
+
+test('a key that sent events before bindings were kept (no claim row) cannot be bound; nor can one its log binds to another key', async () => {
+  const org = await app.org();
+  expect((await post(org, eventBody())).status).toBe(201);
+  // As an installation upgraded from before producer keys: events, and no claim.
+  await app.collections.producerClaims.deleteOne({ _id: org.keyId });
+  const late = await bind(org, producerSigner().text);
+  expect(late.status).toBe(409);
+  expect(await app.collections.producerClaims.findOne({ _id: org.keyId })).toMatchObject({ producer_key: null });
+  expect(await app.collections.events.countDocuments({ tenant: org.id, action: 'audit_ledger.key.producer_bound' })).toBe(0);
+
+  // A key the log binds: its claim row deleted behind the service's back, another producer key is refused.
+  const bound = await app.key(org.id);
+  const producer = producerSigner();
+  expect((await bind({ key: bound.key }, producer.text)).status).toBe(200);
+  await app.collections.producerClaims.deleteOne({ _id: bound.keyId });
+  expect((await bind({ key: bound.key }, producerSigner().text)).status).toBe(409);
+  expect((await bind({ key: bound.key }, producer.text)).status).toBe(200);
+  expect(await app.collections.events.countDocuments({ tenant: org.id, action: 'audit_ledger.key.producer_bound' })).toBe(1);
+});
+
+test('a filtered export says which events it could not check; a pinned binding checks them', async () => {
+  const org = await app.org();
+  const producer = producerSigner();
+  expect((await bind(org, producer.text)).status).toBe(200);
+  expect((await postBatch(org, [1, 2].map((i) => signedBody(eventBody({ actor: { id: `f${i}` } }), org.id, producer)))).status).toBe(201);
+  const content = contentOf(eventBody({ actor: { id: 'f-forged' }, action: 'invoice.refunded' }) as never, org.id);
+  const [forged] = await app.services.ingest.writeOwn(draftsOf(org.id, [content], freshStamp(1, new Date(), org.keyId)));
+  const out = join(dir, 'filtered.json');
+  expect((await runCli(['export', '--url', app.url, '--key', org.key, '--out', out, '--with-proofs', '--action', 'invoice.refunded'], {})).code).toBe(0);
+  const files = ['--verifier-key', TEST_LEDGER_SIGNER.text, '--events', out, '--proofs', `${out}.proofs.json`];
+  const unpinned = await runCli(['verify', ...files], {});
+  expect(unpinned.stdout).toContain('ok    producer signatures not checked for 1 event(s): this filtered export holds no binding entry of their API keys');
+  expect(unpinned.code).toBe(0);
+  const pinned = await runCli(['verify', ...files, '--producer', `${org.keyId}=${producer.text}`], {});
+  expect(pinned.stdout).toContain(`FAIL  producer signature: event ${forged?._id} of API key ${org.keyId}, bound to producer key ${producer.text}, carries no producer signature`);
+  expect(pinned.code).toBe(1);
+  const wrongPin = await runCli(['verify', ...files, '--producer', `${org.keyId}=${producerSigner().text}`, '--producer', 'nonsense'], {});
+  expect(wrongPin.code).toBe(2);
 });
 
 test('the CLI binds a key of an organization, as the operator, and the binding is in the log', async () => {
@@ -144,6 +185,19 @@ test('someone holding the service\'s key and database stores an unsigned event o
 
 describe('two processes on one database', () => {
   const cluster = twoProcessesOnOneDatabase('producer2');
+
+  test('a bound key whose claim row was deleted behind the service\'s back stays bound on a process that never saw it: the log says so', async () => {
+    const app = cluster.app();
+    const [one, two] = cluster.servers();
+    const org = await app.org();
+    const { key, keyId } = await app.key(org.id);
+    const producer = producerSigner();
+    expect((await call(`${one.url}/v1/producer-key`, { key, method: 'PUT', body: { producer_key: producer.text } })).status).toBe(200);
+    await app.collections.producerClaims.deleteOne({ _id: keyId });
+    expect((await call(`${two.url}/v1/events`, { key, body: eventBody() })).status).toBe(400);
+    expect((await call(`${two.url}/v1/events`, { key, body: signedBody(eventBody(), org.id, producer) })).status).toBe(201);
+    expect(await app.collections.producerClaims.findOne({ _id: keyId })).toMatchObject({ producer_key: producer.text });
+  });
 
   test('a binding and a first event racing on two processes: exactly one wins, never an unsigned event of a bound key', async () => {
     const app = cluster.app();

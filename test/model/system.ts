@@ -158,7 +158,7 @@ export class System {
   }
 
   /**
-   * The key bound to a producer (docs/ledger.md, "Producer signatures"): made through the dashboard and
+   * The key bound to a producer (docs/trust-model.md, "Producer signatures"): made through the dashboard and
    * bound with PUT /v1/producer-key before its first event, when first needed (both record entries).
    */
   async producer(): Promise<{ key: string; signer: Signer }> {

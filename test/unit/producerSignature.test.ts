@@ -61,3 +61,13 @@ test('a pinned binding the log contradicts fails; one it agrees with verifies', 
   await pinned.add(event('key_a', producer));
   expect(pinned.finish(true).failures[0]).toContain('is bound to two producer keys');
 });
+
+test('only the service\'s exact records are exempt: another action of its namespace under a bound key needs a signature like any', async () => {
+  const lookalike = { ...event('key_a', null), action: 'Audit_Ledger.invoice.refunded' };
+  const { failures } = await run([binding('key_a', producer.text), lookalike]);
+  expect(failures).toEqual([`event ${lookalike.id} of API key key_a, bound to producer key ${producer.text}, carries no producer signature`]);
+});
+
+test('over part of a log, events of keys bound nowhere in view are counted unchecked, signed or not', async () => {
+  expect(await run([event('key_x', null), event('key_x', producer), event('key_y', null)], false)).toEqual({ failures: [], unchecked: 3, bound: 0, signed: 0 });
+});

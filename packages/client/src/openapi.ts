@@ -87,7 +87,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Bind this API key to a producer's Ed25519 key: from then on every event it sends must be signed by the producer (docs/ledger.md, "Producer signatures") */
+        /** Bind this API key to a producer's Ed25519 key: from then on every event it sends must be signed by the producer (docs/trust-model.md, "Producer signatures") */
         put: operations["events-bindProducerKey"];
         post?: never;
         delete?: never;
@@ -435,7 +435,7 @@ export interface components {
             } | null;
             organization_id?: string | null;
             timestamp?: string | null;
-            /** @description Required from an API key bound to a producer key, refused from any other: the producer's Ed25519 signature (base64) of the event's content (docs/ledger.md, "Producer signatures") */
+            /** @description Required from an API key bound to a producer key, refused from any other: the producer's Ed25519 signature (base64) of the event's content (docs/trust-model.md, "Producer signatures") */
             producer_signature?: string | null;
         };
         Event: {
@@ -458,7 +458,7 @@ export interface components {
             };
             organization_id: string;
             api_key_id: string;
-            /** @description The producer's Ed25519 signature (base64) of the event's content, present only on events of an API key bound to a producer key (docs/ledger.md, "Producer signatures") */
+            /** @description The producer's Ed25519 signature (base64) of the event's content, present only on events of an API key bound to a producer key (docs/trust-model.md, "Producer signatures") */
             producer_signature?: string;
         };
         RemovedEvent: {
@@ -835,7 +835,7 @@ export interface operations {
                     } | null;
                     organization_id?: string | null;
                     timestamp?: string | null;
-                    /** @description Required from an API key bound to a producer key, refused from any other: the producer's Ed25519 signature (base64) of the event's content (docs/ledger.md, "Producer signatures") */
+                    /** @description Required from an API key bound to a producer key, refused from any other: the producer's Ed25519 signature (base64) of the event's content (docs/trust-model.md, "Producer signatures") */
                     producer_signature?: string | null;
                     /** @description Makes retries safe: a request repeated with the same key stores nothing new and answers as the first did (docs/api.md, decision 17) */
                     idempotency_key?: string;

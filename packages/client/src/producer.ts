@@ -1,5 +1,5 @@
 /**
- * Producer signatures on the application's side (docs/ledger.md, "Producer signatures"): the
+ * Producer signatures on the application's side (docs/trust-model.md, "Producer signatures"): the
  * application signs each event's content with an Ed25519 private key that never leaves it, so that the
  * log can hold no event of its API key that it did not say, whoever holds the service's signing key and
  * database. The key is generated here or by Go's `note.GenerateKey` (the same texts), its verifier key is

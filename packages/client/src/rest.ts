@@ -90,6 +90,7 @@ export class AuditLedgerClient {
    * (`producer.sign(event)`) and send that body each time (an event that carries a signature goes as it is).
    */
   async createEvent(event: EventInput, options: WriteOptions = {}): Promise<Recorded & { replayed: boolean }> {
+    retryable(this.producer, [event], options);
     const signed = this.producer ? await this.producer.sign(event) : event;
     const { body, headers } = await this.send('POST', '/v1/events', { body: signed, ...options });
     const { event: stored, ledger } = body as { event: Recorded['event']; ledger: Recorded['receipt'] };
@@ -99,6 +100,7 @@ export class AuditLedgerClient {
   /** `POST /v1/events/batch`: all or none, answered in order; with a producer, each event signed first (as `createEvent`). */
   async createBatch(events: readonly EventInput[], options: WriteOptions = {}): Promise<{ recorded: Recorded[]; replayed: boolean }> {
     const producer = this.producer;
+    retryable(producer, events, options);
     const signed = producer ? await Promise.all(events.map((event) => producer.sign(event))) : events;
     const { body, headers } = await this.send('POST', '/v1/events/batch', { body: { events: signed }, ...options });
     const answer = body as { events: Recorded['event'][]; ledger: Recorded['receipt'][] };
@@ -246,5 +248,17 @@ export class AuditLedgerClient {
     }
     if (!response.ok) throw await errorOf(response);
     return response;
+  }
+}
+
+/**
+ * Refuses what a signing client would send differently at each retry under one Idempotency-Key (the
+ * service would answer 422 IDEMPOTENCY_KEY_REUSED): an event that gives no timestamp is signed with the
+ * time of each call. Give the timestamp, or sign it once (`producer.sign`) and send that.
+ */
+function retryable(producer: ProducerSigner | null, events: readonly EventInput[], options: WriteOptions): void {
+  if (!producer || options.idempotencyKey === undefined) return;
+  if (events.some((event) => event.timestamp == null && (event as { producer_signature?: unknown }).producer_signature == null)) {
+    throw new TypeError('With a producer and an Idempotency-Key, give each event its timestamp (or send producer.sign(event)): an event without one is signed with the time of each call, so a retry would not be the same request');
   }
 }

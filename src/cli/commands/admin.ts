@@ -137,7 +137,7 @@ export const adminCommands: Command[] = [
     words: 'key bind-producer',
     summary: 'bind a key to a producer\'s Ed25519 key, before its first event: every event it sends must then be signed',
     synopsis: '--org ORG_ID --producer-key VKEY KEY_ID',
-    details: 'VKEY is the producer\'s verifier key, <name>+<key id>+<base64 key> (the client package\'s generateProducerKey() prints one). A key that has sent an event, or has another producer key, cannot be bound; binding the same producer key again is harmless. The binding is recorded in the organization\'s log, where verifiers read it.',
+    details: 'VKEY is the producer\'s verifier key, <name>+<key id>+<base64 key> (the client package\'s generateProducerKey() returns one, as does Go\'s note.GenerateKey). A key that has sent an event, or has another producer key, cannot be bound; binding the same producer key again is harmless. The binding is recorded in the organization\'s log, where verifiers read it.',
     options: { org: str, 'producer-key': str },
     positionals: { min: 1, max: 1 },
     async run(values, [keyId = '']) {

@@ -1,5 +1,5 @@
 /** The commands that talk to a running service over its REST API, or to files only: export, import, verify. */
-import { type Command, flag, need, opt, str, UsageError } from '../command';
+import { all, type Command, flag, need, opt, str, strs, UsageError } from '../command';
 import { runExport } from '../exportCommand';
 import { runImport } from '../importCommand';
 import { runVerify } from '../verifyCommand';
@@ -82,15 +82,15 @@ export const clientCommands: Command[] = [
   {
     words: 'verify',
     summary: 'check a JSON export and its proofs offline against the signed checkpoint (exit 1 on any failure)',
-    synopsis: '--verifier-key VKEY --events export.json --proofs proofs.json [--policy FILE] [--state FILE] [--url URL --key KEY]',
-    details: '--policy (a c2sp.org/tlog-policy file naming the witnesses and their quorum) checks that the checkpoint is an entry of an installation checkpoint the witnesses cosigned; without it, no witness is checked and the verdict says so. --state keeps the newest checkpoint seen, so a later rewrite of history fails; --url and --key also ask the service for the consistency proof from it.',
-    options: { 'verifier-key': str, events: str, proofs: str, policy: str, state: str, url: str, key: str },
+    synopsis: '--verifier-key VKEY --events export.json --proofs proofs.json [--policy FILE] [--state FILE] [--url URL --key KEY] [--producer KEY_ID=PRODUCER_VKEY ...]',
+    details: '--policy (a c2sp.org/tlog-policy file naming the witnesses and their quorum) checks that the checkpoint is an entry of an installation checkpoint the witnesses cosigned; without it, no witness is checked and the verdict says so. --state keeps the newest checkpoint seen, so a later rewrite of history fails; --url and --key also ask the service for the consistency proof from it. Producer signatures: every event of an API key the log binds to a producer key must carry a valid signature by it; an unfiltered export holds every binding entry, a filtered one may not, so events of keys it shows no binding for are said to be unchecked. --producer (repeatable) pins a key\'s binding: its events are checked in any export, and the log must agree.',
+    options: { 'verifier-key': str, events: str, proofs: str, policy: str, state: str, url: str, key: str, producer: strs },
     async run(values) {
       const verifierKey = opt(values, 'verifier-key');
       const events = opt(values, 'events');
       const proofs = opt(values, 'proofs');
       if (!verifierKey || !events || !proofs) throw new UsageError('verify needs --verifier-key, --events and --proofs');
-      const summary = await runVerify({ verifierKey, events, proofs, policy: opt(values, 'policy'), state: opt(values, 'state'), url: opt(values, 'url'), key: opt(values, 'key') });
+      const summary = await runVerify({ verifierKey, events, proofs, policy: opt(values, 'policy'), state: opt(values, 'state'), url: opt(values, 'url'), key: opt(values, 'key'), producers: pinnedProducers(all(values, 'producer')) });
       const given = Object.entries(summary.filters).map(([name, value]) => `${name}=${value}`).join(', ');
       const verdict = !summary.ok
         ? 'NOT VERIFIED'
@@ -105,3 +105,14 @@ export const clientCommands: Command[] = [
     },
   },
 ];
+
+/** `--producer KEY_ID=VKEY` values as pinned bindings. */
+function pinnedProducers(given: string[]): Map<string, string> {
+  const pinned = new Map<string, string>();
+  for (const value of given) {
+    const split = value.indexOf('=');
+    if (split <= 0) throw new UsageError(`--producer ${value}: give KEY_ID=PRODUCER_VKEY (the API key's id, the producer's verifier key)`);
+    pinned.set(value.slice(0, split), value.slice(split + 1));
+  }
+  return pinned;
+}

@@ -161,7 +161,7 @@ export function KeysPage() {
                       {k.producer_key === null ? <span className="muted">unsigned</span> : <code className="wrap small">{k.producer_key}</code>}
                     </td>
                     <td className="actions">
-                      {k.status === 'active' && k.producer_key === null && (
+                      {k.producer_bindable && (
                         <button type="button" className="button secondary small" onClick={() => setBinding(k)}>
                           Bind producer key
                         </button>

@@ -37,14 +37,19 @@ export const sessionProducerBinding = sessionProcedure
   .output(ZEvent.nullable())
   .query(({ ctx, input }) => bindingEntryOf(ctx.services.events, ctx.principal, input.api_key_id));
 
-/** The newest binding entry of `keyId` in the principal's organization; its action is reserved, so only the service wrote one. */
+/**
+ * The oldest binding entry of `keyId` in the principal's organization (its action is reserved, so only
+ * the service wrote one). The oldest: the service never records a second binding of a key to another
+ * producer key, so a later one is a forgery signed in with the service's key, and the first, already
+ * witnessed, is the one that stands (`verify` over a whole export fails on the two).
+ */
 async function bindingEntryOf(events: EventService, principal: Principal, keyId: string): Promise<TEvent | null> {
   let cursor: string | undefined;
+  let oldest: TEvent | null = null;
   do {
     const page = await events.list(principal, { action: PRODUCER_BOUND_ACTION, resource_id: keyId, limit: 100, ...(cursor === undefined ? {} : { cursor }) });
-    const entry = page.data.find((event) => bindingOf(event)?.keyId === keyId);
-    if (entry) return entry;
+    for (const event of page.data) if (bindingOf(event)?.keyId === keyId) oldest = event;
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
-  return null;
+  return oldest;
 }

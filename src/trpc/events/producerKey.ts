@@ -17,7 +17,7 @@ export const bindProducerKey = apiKeyProcedure
       method: 'PUT',
       path: '/producer-key',
       tags: ['events'],
-      summary: 'Bind this API key to a producer\'s Ed25519 key: from then on every event it sends must be signed by the producer (docs/ledger.md, "Producer signatures")',
+      summary: 'Bind this API key to a producer\'s Ed25519 key: from then on every event it sends must be signed by the producer (docs/trust-model.md, "Producer signatures")',
       successDescription: 'The binding (also recorded in the organization\'s log); the same binding again answers the same',
       errorResponses: {
         400: 'producer_key is not an Ed25519 verifier key whose key id matches',
