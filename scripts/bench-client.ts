@@ -4,10 +4,13 @@
  * (alternating, BENCH_CLIENT_PAIRS pairs of BENCH_SECONDS each); the queue's memory while the service is
  * unreachable and the queue is full (heap after a full GC, per queued event); and what verifying
  * receipts costs per 1,000 (`verifyReceipts`: wall time and this process's CPU), against the time
- * recording 1,000 took. Recorded in BENCHMARKS.md. Needs MONGODB_URI (`npm run db:ferretdb` prints one).
+ * recording 1,000 took; and events/s through the queue with producer signatures (a second key, bound
+ * to a generated producer key: each event signed here, its signature checked by the service) against
+ * the same queue unsigned, alternating. Recorded in BENCHMARKS.md. Needs MONGODB_URI (`npm run
+ * db:ferretdb` prints one).
  */
 import { createServer } from 'node:net';
-import { AuditLedgerClient, DeliveryQueue, type EventInput, QueueFullError, type Recorded } from '../packages/client/src/index.ts';
+import { AuditLedgerClient, DeliveryQueue, type EventInput, generateProducerKey, producerSigner, QueueFullError, type Recorded } from '../packages/client/src/index.ts';
 import { recordBenchmark, runHeading, SECONDS, serviceWithKey } from './bench/common';
 
 const PAIRS = Number(process.env.BENCH_CLIENT_PAIRS ?? 2);
@@ -98,7 +101,7 @@ async function main(): Promise<void> {
   const uri = process.env.MONGODB_URI;
   if (!uri) throw new Error('MONGODB_URI is not set (npm run db:ferretdb prints one)');
   const heading = await runHeading(uri, `bench:client, ${PAIRS} pairs of ${SECONDS} s, one Node process, one service process`);
-  const { service, orgId, headers, close } = await serviceWithKey(uri, `bench_client_${Date.now()}`);
+  const { service, orgId, headers, newKey, close } = await serviceWithKey(uri, `bench_client_${Date.now()}`);
   try {
     const apiKey = (headers.authorization as string).slice('Bearer '.length);
     const key = (await (await fetch(`${service.url}/v1/ledger/key`, { headers })).json()) as { verifier_key: string };
@@ -118,6 +121,17 @@ async function main(): Promise<void> {
       process.stdout.write(`pair ${pair + 1}: single ${single.at(-1)?.toFixed(0)} events/s, queue ${queued.at(-1)?.toFixed(0)} events/s\n`);
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    // Producer signatures: the same queue, signing, on a key bound before its first event.
+    const producer = await generateProducerKey('bench.producer');
+    const signingClient = new AuditLedgerClient({ url: service.url, apiKey: await newKey(), producer: await producerSigner(producer.privateKey, { organizationId: orgId }) });
+    await signingClient.bindProducerKey();
+    const unsignedQueue: number[] = [];
+    const signedQueue: number[] = [];
+    for (let pair = 0; pair < PAIRS; pair++) {
+      const runs = [async () => unsignedQueue.push(await throughQueue(client, [])), async () => signedQueue.push(await throughQueue(signingClient, []))];
+      for (const run of pair % 2 === 0 ? runs : runs.reverse()) await run();
+      process.stdout.write(`pair ${pair + 1}: queue unsigned ${unsignedQueue.at(-1)?.toFixed(0)} events/s, signed ${signedQueue.at(-1)?.toFixed(0)} events/s\n`);
+    }
     const memory = await fullQueueMemory(apiKey);
     const verify = await verifyCost(client, recorded);
     const recordMsPer1000 = 1_000_000 / mean(queued);
@@ -129,6 +143,7 @@ async function main(): Promise<void> {
       `| single awaited POSTs | ${mean(single).toFixed(0)} events/s (${single.map((x) => x.toFixed(0)).join(', ')}) | 1.00× |`,
       `| DeliveryQueue (batches of 100, 1 in flight) | ${mean(queued).toFixed(0)} events/s (${queued.map((x) => x.toFixed(0)).join(', ')}) | **${(mean(queued) / mean(single)).toFixed(1)}×** single POSTs |`,
       `| full queue, service unreachable | ${memory.heapMiB.toFixed(1)} MiB of heap for ${memory.capacity.toLocaleString('en')} held + ${(memory.capacity - 1).toLocaleString('en')} waiting, ${memory.bytesPerEvent.toFixed(0)} bytes per event; past capacity record() ${memory.waits ? 'waits' : 'DID NOT WAIT'}, past twice ${memory.refused ? 'refuses (QueueFullError)' : 'DID NOT REFUSE'} | — |`,
+      `| DeliveryQueue with producer signatures (signed here, checked by the service) | ${mean(signedQueue).toFixed(0)} events/s (${signedQueue.map((x) => x.toFixed(0)).join(', ')}) | **${(mean(signedQueue) / mean(unsignedQueue)).toFixed(2)}×** the same queue unsigned (${unsignedQueue.map((x) => x.toFixed(0)).join(', ')}) |`,
       `| verifyReceipts, per 1,000 receipts (${verify.batches} batches) | ${verify.wallMs.toFixed(0)} ms wall, ${verify.cpuMs.toFixed(0)} ms CPU of this process | ${(verify.wallMs / recordMsPer1000).toFixed(2)}× the time recording 1,000 took through the queue (${recordMsPer1000.toFixed(0)} ms) |`,
       '',
     ];

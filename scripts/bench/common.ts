@@ -109,7 +109,7 @@ export async function startProcess(script: string, env: Record<string, string>, 
 }
 
 /** A service process on a fresh database `dbName`, with one organization and its key; `close` stops it and drops the database. */
-export async function serviceWithKey(uri: string, dbName: string, cwd = ROOT): Promise<{ service: Proc; orgId: string; headers: Record<string, string>; close: () => Promise<void> }> {
+export async function serviceWithKey(uri: string, dbName: string, cwd = ROOT): Promise<{ service: Proc; orgId: string; headers: Record<string, string>; newKey: () => Promise<string>; close: () => Promise<void> }> {
   const service = await startProcess('src/main.ts', serviceEnv(uri, dbName), cwd);
   const client = await MongoClient.connect(uri);
   const c = collections(client.db(dbName));
@@ -119,6 +119,8 @@ export async function serviceWithKey(uri: string, dbName: string, cwd = ROOT): P
     service,
     orgId: org._id,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    /** Another key of the organization (one never used: a producer key can still be bound to it). */
+    newKey: async () => (await new ApiKeyRepository(c).forOrg(org._id).create('bench', new Date())).key,
     close: async () => {
       await stop(service);
       await client.db(dbName).dropDatabase();

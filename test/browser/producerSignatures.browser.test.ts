@@ -114,8 +114,11 @@ it('an owner binds a key to a producer key on the Keys page; the server\'s refus
   // Bound: no second binding offered.
   expect(await row.getByRole('button', { name: 'Bind producer key' }).count()).toBe(0);
   expect(await page.getByTestId('key-row-already-used').getByTestId('key-producer').textContent()).toBe('unsigned');
-  // Nor to a key that has sent events, once the page knows it.
+  // Nor to a key that has sent events, once the page knows it (read afresh).
+  await page.reload();
+  await page.getByTestId('key-row-already-used').getByTestId('key-producer').getByText('unsigned').waitFor();
   expect(await page.getByTestId('key-row-already-used').getByRole('button', { name: 'Bind producer key' }).count()).toBe(0);
+  expect(await page.getByTestId('key-row-billing-service').getByRole('button', { name: 'Bind producer key' }).count()).toBe(0);
   await shot('keys-bound');
 });
 
