@@ -11,15 +11,17 @@
 //
 // Producer signatures: an API key bound to a producer's Ed25519 key has every event signed by the
 // producer (the service's docs/ledger.md, "Producer signatures"). The bindings are the service's
-// `audit_ledger.key.producer_bound` entries among the events proven here, and those pinned with
-// -producer (repeated); a pin a binding entry contradicts, or two entries naming different producer
-// keys, fail. Every proven event of a bound key but the service's own records (api_key_id
-// "audit_ledger", or an action in the audit_ledger. namespace) must carry the producer's signature
-// over "audit-ledger/producer-event/v1\n" ‖ JCS of its signed fields, which are taken here from the
-// event's JSON and canonicalized here, and checked with Go's signed-note verifier (Ed25519, key id
-// checked). A signed event of a key with no binding in view is reported as not checked (its binding may
-// be older than the events fetched: pin it), unless every leaf of the tree was proven here: then
-// nothing binds it, and it fails.
+// `audit_ledger.key.producer_bound` entries (api_key_id exactly "audit_ledger"), listed from the log by
+// their action whatever -events is and each proven like the events, and those pinned with -producer
+// (repeated); a pin a binding entry contradicts, two entries naming different producer keys, or a binding
+// entry that fails its proof, fail. Every proven event of a bound key but the service's own records
+// (api_key_id "audit_ledger", or exactly one of the service's self-audit actions) must carry the
+// producer's signature over "audit-ledger/producer-event/v1\n" ‖ JCS of its signed fields, which are
+// taken here from the event's JSON and canonicalized here, and checked with Go's signed-note verifier
+// (Ed25519, key id checked). An event's fields are read by their exact keys; an event with a key outside
+// the API's event fields (one differing only in case included) fails. A signed event of a key no listed
+// binding binds is reported as not checked (the server may have left its binding out: pin it), unless
+// every leaf of the tree was proven here: then nothing binds it, and it fails.
 //
 // With -witness (repeated), the organization checkpoint must be included in an installation checkpoint
 // cosigned by every witness named, checked with transparency-dev's cosignature/v1 verifier
@@ -44,6 +46,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/formats/log"
@@ -107,6 +110,9 @@ func init() {
 
 var failed bool
 
+// httpClient bounds each request: a server that never answers fails the run instead of holding it.
+var httpClient = &http.Client{Timeout: 2 * time.Minute}
+
 func check(ok bool, format string, args ...any) {
 	if ok {
 		fmt.Printf("ok    "+format+"\n", args...)
@@ -126,7 +132,7 @@ func get(path string, query url.Values, out any) error {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+*apiKey)
-	res, err := http.DefaultClient.Do(req)
+	res, err := httpClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -210,6 +216,7 @@ func run() error {
 		checkTiles(verifier, strings.TrimPrefix(newest.Origin, verifier.Name()+"/"))
 	}
 
+	tree := signedTree{verifier: verifier, origin: newest.Origin, signed: newest.Checkpoint, cp: cp}
 	// The events as the server returns them: each one's JSON is kept raw, to be canonicalized here.
 	var page struct {
 		Data []json.RawMessage `json:"data"`
@@ -219,86 +226,55 @@ func run() error {
 	}
 	// The events whose hash and inclusion were proven here, and the leaves they are: only they count
 	// for producer signatures.
-	var proven []json.RawMessage
+	var proven []producerEvent
 	provenLeaves := map[uint64]bool{}
+	provenIDs := map[string]bool{}
 	for _, raw := range page.Data {
-		var event struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(raw, &event); err != nil || event.ID == "" {
-			check(false, "an event without an id: %s", raw)
-			continue
-		}
-		canonical, err := jcs.Transform(raw)
-		if err != nil {
-			check(false, "event %s: its JSON cannot be canonicalized: %v", event.ID, err)
-			continue
-		}
-		digest := sha256.Sum256(canonical)
-		eventHash := hex.EncodeToString(digest[:])
-		var p struct {
-			EventID       string   `json:"event_id"`
-			LeafIndex     uint64   `json:"leaf_index"`
-			TreeSize      uint64   `json:"tree_size"`
-			EventSHA256   string   `json:"event_sha256"`
-			Commitment    string   `json:"event_commitment"`
-			Salt          string   `json:"salt"`
-			Leaf          string   `json:"leaf"`
-			InclusionPath []string `json:"inclusion_path"`
-			Checkpoint    string   `json:"checkpoint"`
-		}
-		if err := get("/v1/events/"+url.PathEscape(event.ID)+"/proof", url.Values{"tree_size": {fmt.Sprint(cp.Size)}}, &p); err != nil {
-			check(false, "proof of %s: %v", event.ID, err)
-			continue
-		}
-		leaf, err := base64.StdEncoding.DecodeString(p.Leaf)
-		if err != nil {
-			check(false, "leaf of %s: %v", event.ID, err)
-			continue
-		}
-		var fields struct {
-			EventSHA256 string `json:"event_sha256"`
-			Commitment  string `json:"event_commitment"`
-			Org         string `json:"org"`
-			Seq         uint64 `json:"seq"`
-			V           int    `json:"v"`
-		}
-		decoder := json.NewDecoder(bytes.NewReader(leaf))
-		decoder.DisallowUnknownFields()
-		leafOK := decoder.Decode(&fields) == nil && fields.Seq == p.LeafIndex+1 &&
-			newest.Origin == verifier.Name()+"/"+fields.Org
-		// The leaf must commit to the event as returned, hashed here: not to what the server says its hash is.
-		// v1 leaves hold the event's SHA-256; v2 leaves hold SHA-256("audit-ledger/event/v2\n" ‖ salt ‖ JCS(event)).
-		var hashOK bool
-		switch fields.V {
-		case 1:
-			leafOK = leafOK && fields.Commitment == "" && p.Salt == ""
-			hashOK = fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == event.ID
-			check(hashOK, "event %s: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to", event.ID)
-		case 2:
-			salt, err := hex.DecodeString(p.Salt)
-			h := sha256.New()
-			h.Write([]byte("audit-ledger/event/v2\n"))
-			h.Write(salt)
-			h.Write(canonical)
-			commitment := hex.EncodeToString(h.Sum(nil))
-			leafOK = leafOK && fields.EventSHA256 == "" && err == nil && len(salt) == 32
-			hashOK = fields.Commitment == commitment && p.Commitment == commitment && p.EventSHA256 == eventHash && p.EventID == event.ID
-			check(hashOK, "event %s: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to", event.ID)
-		default:
-			leafOK = false
-		}
-		path, err := decodeAll(p.InclusionPath)
-		inclusionOK := err == nil && p.Checkpoint == newest.Checkpoint &&
-			proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, cp.Hash) == nil
-		check(leafOK && inclusionOK, "event %s is sequence number %d of the signed tree of %d", p.EventID, p.LeafIndex+1, cp.Size)
-		if hashOK && leafOK && inclusionOK {
-			proven = append(proven, raw)
-			provenLeaves[p.LeafIndex] = true
+		if e, leafIndex, ok := tree.prove(raw, "event"); ok {
+			proven = append(proven, e)
+			provenLeaves[leafIndex] = true
+			provenIDs[e.ID] = true
 		}
 	}
+	// The organization's binding entries, wherever they lie in the log (they are never pruned, and
+	// usually far older than the newest events): listed by their action, kept when the service recorded
+	// them (api_key_id exactly its own), and each proven as the events are. Then every bound key is
+	// known, and an unsigned event of one fails however few events were fetched.
+	listed, err := listBindingEntries()
+	if err != nil {
+		return err
+	}
+	var bindingEntries []producerEvent
+	listedIDs := map[string]bool{}
+	considered := 0
+	for _, raw := range listed {
+		e, err := readEvent(raw)
+		if err != nil {
+			check(false, "a binding entry the server listed cannot be read as an event of the API: %v: %s", err, abbreviated(raw))
+			considered++
+			continue
+		}
+		if e.APIKeyID != serviceKeyID || e.Action != producerBoundAction {
+			continue // not the service's: binds nothing
+		}
+		if listedIDs[e.ID] {
+			continue // listed twice: proven once
+		}
+		listedIDs[e.ID] = true
+		considered++
+		if provenIDs[e.ID] {
+			bindingEntries = append(bindingEntries, e)
+			continue
+		}
+		if e, leafIndex, ok := tree.prove(raw, "binding entry"); ok {
+			bindingEntries = append(bindingEntries, e)
+			provenLeaves[leafIndex] = true
+		}
+	}
+	check(len(bindingEntries) == considered, "%d of %d binding entries of the organization (action %s, api_key_id %s) proven in the signed tree of %d",
+		len(bindingEntries), considered, producerBoundAction, serviceKeyID, cp.Size)
 	// Every leaf of the tree proven here: the events are the whole log, so no binding lies beyond them.
-	checkProducerSignatures(proven, uint64(len(provenLeaves)) == cp.Size)
+	checkProducerSignatures(proven, bindingEntries, uint64(len(provenLeaves)) == cp.Size)
 
 	if *oldFile != "" {
 		old, err := os.ReadFile(*oldFile)
@@ -328,6 +304,127 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// signedTree is the newest checkpoint, verified: what every event is proven against.
+type signedTree struct {
+	verifier note.Verifier
+	origin   string
+	signed   string // the checkpoint's signed note, as the server returned it
+	cp       *log.Checkpoint
+}
+
+// prove reads an event's JSON as the API's (readEvent), recomputes its hash from that JSON, and checks
+// that the leaf the server names commits to it and is included in the tree, printing a line for each;
+// ok only when every check passed. what names the event in the lines ("event", "binding entry").
+func (t signedTree) prove(raw json.RawMessage, what string) (e producerEvent, leafIndex uint64, ok bool) {
+	e, err := readEvent(raw)
+	if err != nil {
+		check(false, "an %s served cannot be read as an event of the API: %v: %s", what, err, abbreviated(raw))
+		return e, 0, false
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil {
+		check(false, "%s %s: its JSON cannot be canonicalized: %v", what, e.ID, err)
+		return e, 0, false
+	}
+	digest := sha256.Sum256(canonical)
+	eventHash := hex.EncodeToString(digest[:])
+	var p struct {
+		EventID       string   `json:"event_id"`
+		LeafIndex     uint64   `json:"leaf_index"`
+		TreeSize      uint64   `json:"tree_size"`
+		EventSHA256   string   `json:"event_sha256"`
+		Commitment    string   `json:"event_commitment"`
+		Salt          string   `json:"salt"`
+		Leaf          string   `json:"leaf"`
+		InclusionPath []string `json:"inclusion_path"`
+		Checkpoint    string   `json:"checkpoint"`
+	}
+	if err := get("/v1/events/"+url.PathEscape(e.ID)+"/proof", url.Values{"tree_size": {fmt.Sprint(t.cp.Size)}}, &p); err != nil {
+		check(false, "proof of %s %s: %v", what, e.ID, err)
+		return e, 0, false
+	}
+	leaf, err := base64.StdEncoding.DecodeString(p.Leaf)
+	if err != nil {
+		check(false, "leaf of %s %s: %v", what, e.ID, err)
+		return e, 0, false
+	}
+	var fields struct {
+		EventSHA256 string `json:"event_sha256"`
+		Commitment  string `json:"event_commitment"`
+		Org         string `json:"org"`
+		Seq         uint64 `json:"seq"`
+		V           int    `json:"v"`
+	}
+	decoder := json.NewDecoder(bytes.NewReader(leaf))
+	decoder.DisallowUnknownFields()
+	leafOK := decoder.Decode(&fields) == nil && fields.Seq == p.LeafIndex+1 &&
+		t.origin == t.verifier.Name()+"/"+fields.Org
+	// The leaf must commit to the event as returned, hashed here: not to what the server says its hash is.
+	// v1 leaves hold the event's SHA-256; v2 leaves hold SHA-256("audit-ledger/event/v2\n" ‖ salt ‖ JCS(event)).
+	var hashOK bool
+	switch fields.V {
+	case 1:
+		leafOK = leafOK && fields.Commitment == "" && p.Salt == ""
+		hashOK = fields.EventSHA256 == eventHash && p.EventSHA256 == eventHash && p.EventID == e.ID
+		check(hashOK, "%s %s: the SHA-256 of its canonical JSON, computed here, is the one its v1 leaf commits to", what, e.ID)
+	case 2:
+		salt, err := hex.DecodeString(p.Salt)
+		h := sha256.New()
+		h.Write([]byte("audit-ledger/event/v2\n"))
+		h.Write(salt)
+		h.Write(canonical)
+		commitment := hex.EncodeToString(h.Sum(nil))
+		leafOK = leafOK && fields.EventSHA256 == "" && err == nil && len(salt) == 32
+		hashOK = fields.Commitment == commitment && p.Commitment == commitment && p.EventSHA256 == eventHash && p.EventID == e.ID
+		check(hashOK, "%s %s: its salted commitment, computed here from its canonical JSON and salt, is the one its v2 leaf commits to", what, e.ID)
+	default:
+		leafOK = false
+	}
+	path, err := decodeAll(p.InclusionPath)
+	inclusionOK := err == nil && p.Checkpoint == t.signed &&
+		proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, t.cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, t.cp.Hash) == nil
+	check(leafOK && inclusionOK, "%s %s is sequence number %d of the signed tree of %d", what, p.EventID, p.LeafIndex+1, t.cp.Size)
+	return e, p.LeafIndex, hashOK && leafOK && inclusionOK
+}
+
+// listBindingEntries is every event the server lists with the binding entries' action, page by page
+// (GET /v1/events?action=…, following next_cursor until it is null).
+func listBindingEntries() ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		query := url.Values{"action": {producerBoundAction}, "limit": {"100"}}
+		if cursor != "" {
+			query.Set("cursor", cursor)
+		}
+		var page struct {
+			Data       []json.RawMessage `json:"data"`
+			NextCursor *string           `json:"next_cursor"`
+		}
+		if err := get("/v1/events", query, &page); err != nil {
+			return nil, fmt.Errorf("binding entries: %w", err)
+		}
+		all = append(all, page.Data...)
+		if page.NextCursor == nil {
+			return all, nil
+		}
+		cursor = *page.NextCursor
+		if cursor == "" || seen[cursor] {
+			return nil, fmt.Errorf("binding entries: the server's next_cursor %q repeats or is empty", cursor)
+		}
+		seen[cursor] = true
+	}
+}
+
+// abbreviated is a JSON text cut to a line's length.
+func abbreviated(raw json.RawMessage) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
 }
 
 // installationInclusion is the answer's `installation`: the installation checkpoint (with the

@@ -10,9 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/gowebpki/jcs"
 	"golang.org/x/mod/sumdb/note"
@@ -24,8 +25,6 @@ const (
 	// The api_key_id of the events the service records itself, and its binding entries' action.
 	serviceKeyID        = "audit_ledger"
 	producerBoundAction = "audit_ledger.key.producer_bound"
-	// The service's own namespace of actions: no client may send one.
-	reservedActionPrefix = "audit_ledger."
 	// How many event ids a line names at most.
 	maxNamed = 5
 )
@@ -33,15 +32,126 @@ const (
 // signedFields are the fields a producer signs, by their API names.
 var signedFields = []string{"timestamp", "actor_id", "actor_name", "actor_email", "action", "resource_type", "resource_id", "resource_name", "metadata", "organization_id"}
 
-// producerEvent is what the rules read of an event; raw is its JSON as the server returned it.
+// eventFields are the keys of an event as the API returns it (src/domain/eventFields.ts): the service
+// never returns another, nor one of these in another case.
+var eventFields = []string{"id", "timestamp", "actor_id", "actor_name", "actor_email", "action", "resource_type", "resource_id", "resource_name", "metadata", "organization_id", "api_key_id", "producer_signature"}
+
+// selfAuditActions are the actions the service records itself, exempt from producer signatures even
+// under a client's key id (a key's own changes, such as a stream it creates, are recorded under it): the
+// keys of SELF_AUDIT_ACTIONS in src/domain/selfAudit.ts, exactly (test/ledger/goVerifier.test.ts checks
+// that this list is that one). Any other action, in the audit_ledger. namespace or not, in any case, is
+// a producer's: no client may send such an action, so under a bound key it is a forgery, and checked.
+var selfAuditActions = map[string]bool{
+	"audit_ledger.member.invited":           true,
+	"audit_ledger.invitation.revoked":       true,
+	"audit_ledger.member.joined":            true,
+	"audit_ledger.member.role_changed":      true,
+	"audit_ledger.member.removed":           true,
+	"audit_ledger.member.left":              true,
+	"audit_ledger.key.created":              true,
+	"audit_ledger.key.revoked":              true,
+	"audit_ledger.key.producer_bound":       true,
+	"audit_ledger.stream.created":           true,
+	"audit_ledger.stream.paused":            true,
+	"audit_ledger.stream.resumed":           true,
+	"audit_ledger.stream.deleted":           true,
+	"audit_ledger.organization.created":     true,
+	"audit_ledger.export.run":               true,
+	"audit_ledger.signin.failed":            true,
+	"audit_ledger.retention.policy_changed": true,
+	"audit_ledger.retention.pruned":         true,
+	"audit_ledger.retention.erased":         true,
+	"audit_ledger.retention.hold_placed":    true,
+	"audit_ledger.retention.hold_released":  true,
+}
+
+// producerEvent is what the rules read of an event, each field from its exact key (never Go's
+// case-insensitive struct matching); raw is its JSON as the server returned it.
 type producerEvent struct {
-	ID         string          `json:"id"`
-	APIKeyID   string          `json:"api_key_id"`
-	Action     string          `json:"action"`
-	ResourceID *string         `json:"resource_id"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Signature  *string         `json:"producer_signature"`
+	ID         string
+	APIKeyID   string
+	Action     string
+	ResourceID *string         // nil: null or absent
+	Metadata   json.RawMessage // nil: absent
+	Signature  json.RawMessage // nil: absent (the event carries no signature)
 	raw        json.RawMessage
+}
+
+// readEvent reads an event's JSON as the API's: an object whose keys are the API's event fields, each
+// at most once and exactly so spelled (a key that differs in case, or any other, is refused: the service
+// never returns one, and Go's decoder would take "API_KEY_ID" for api_key_id where JavaScript would not),
+// with a string id, api_key_id and action.
+func readEvent(raw json.RawMessage) (producerEvent, error) {
+	e := producerEvent{raw: raw}
+	keys, err := objectKeys(raw)
+	if err != nil {
+		return e, err
+	}
+	for _, key := range keys {
+		if slices.Contains(eventFields, key) {
+			continue
+		}
+		for _, field := range eventFields {
+			if strings.EqualFold(key, field) {
+				return e, fmt.Errorf("its key %q differs only in case from the API's field %q", key, field)
+			}
+		}
+		return e, fmt.Errorf("its key %q is not one of the API's event fields", key)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return e, err
+	}
+	for name, into := range map[string]*string{"id": &e.ID, "api_key_id": &e.APIKeyID, "action": &e.Action} {
+		value, ok := fields[name]
+		if !ok || json.Unmarshal(value, into) != nil || bytes.Equal(bytes.TrimSpace(value), []byte("null")) {
+			return e, fmt.Errorf("its %s is not a string", name)
+		}
+	}
+	if e.ID == "" {
+		return e, fmt.Errorf("its id is empty")
+	}
+	if value, ok := fields["resource_id"]; ok && !bytes.Equal(bytes.TrimSpace(value), []byte("null")) {
+		var resourceID string
+		if json.Unmarshal(value, &resourceID) != nil {
+			return e, fmt.Errorf("its resource_id is neither a string nor null")
+		}
+		e.ResourceID = &resourceID
+	}
+	e.Metadata = fields["metadata"]
+	e.Signature = fields["producer_signature"]
+	return e, nil
+}
+
+// objectKeys are the keys of a JSON object, in order; a key given twice is an error.
+func objectKeys(raw json.RawMessage) ([]string, error) {
+	decoder := json.NewDecoder(bytes.NewReader(raw))
+	if token, err := decoder.Token(); err != nil || token != json.Delim('{') {
+		return nil, fmt.Errorf("it is not a JSON object")
+	}
+	var keys []string
+	for decoder.More() {
+		token, err := decoder.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := token.(string)
+		if slices.Contains(keys, key) {
+			return nil, fmt.Errorf("its key %q is given twice", key)
+		}
+		keys = append(keys, key)
+		var value json.RawMessage
+		if err := decoder.Decode(&value); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := decoder.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := decoder.Token(); err != io.EOF {
+		return nil, fmt.Errorf("it has more than one JSON value")
+	}
+	return keys, nil
 }
 
 // binding is a producer key an API key is bound to, and where that was learned.
@@ -80,46 +190,27 @@ func producerMessage(raw json.RawMessage) ([]byte, error) {
 	return append([]byte(producerEventContext), canonical...), nil
 }
 
-// bindingOf is the API key a binding entry binds and the producer key it names; ok is false for any
-// other event.
+// bindingOf is the API key a binding entry binds and the producer key it names (its metadata's exact
+// key producer_key, a string); ok is false for any other event.
 func bindingOf(e producerEvent) (keyID, producerKey string, ok bool) {
 	if e.APIKeyID != serviceKeyID || e.Action != producerBoundAction || e.ResourceID == nil {
 		return "", "", false
 	}
-	var metadata struct {
-		ProducerKey *string `json:"producer_key"`
-	}
-	if json.Unmarshal(e.Metadata, &metadata) != nil || metadata.ProducerKey == nil {
+	var metadata map[string]json.RawMessage
+	if json.Unmarshal(e.Metadata, &metadata) != nil {
 		return "", "", false
 	}
-	return *e.ResourceID, *metadata.ProducerKey, true
+	value, present := metadata["producer_key"]
+	if !present || json.Unmarshal(value, &producerKey) != nil || bytes.Equal(bytes.TrimSpace(value), []byte("null")) {
+		return "", "", false
+	}
+	return *e.ResourceID, producerKey, true
 }
 
 // isProducers says whether an event is a producer's words: not one the service recorded itself, by its
-// key id or its action's namespace (the service's test: the action trimmed of JavaScript's whitespace,
-// its first characters compared case-insensitively; only ASCII letters lower-case to the prefix's).
+// key id or by one of its exact self-audit actions.
 func isProducers(e producerEvent) bool {
-	if e.APIKeyID == serviceKeyID {
-		return false
-	}
-	action := strings.TrimLeftFunc(e.Action, isJSWhitespace)
-	return len(action) < len(reservedActionPrefix) || asciiLower(action[:len(reservedActionPrefix)]) != reservedActionPrefix
-}
-
-// isJSWhitespace is what JavaScript's String.prototype.trim removes (Go's unicode.IsSpace differs by
-// U+0085, which JavaScript keeps, and U+FEFF, which it removes).
-func isJSWhitespace(r rune) bool {
-	return r == '\uFEFF' || (r != '\u0085' && unicode.IsSpace(r))
-}
-
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
+	return e.APIKeyID != serviceKeyID && !selfAuditActions[e.Action]
 }
 
 func named(ids []string) string {
@@ -129,20 +220,11 @@ func named(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-// checkProducerSignatures applies the producer-signature rules to the events proven here (raw JSON, in
-// any order). complete: they are every leaf of the tree, so a binding is among them or nowhere.
-func checkProducerSignatures(proven []json.RawMessage, complete bool) {
-	events := make([]producerEvent, 0, len(proven))
-	for _, raw := range proven {
-		var e producerEvent
-		if err := json.Unmarshal(raw, &e); err != nil {
-			check(false, "producer signature: an event's JSON cannot be read: %v", err)
-			continue
-		}
-		e.raw = raw
-		events = append(events, e)
-	}
-
+// checkProducerSignatures applies the producer-signature rules to the events proven here (in any
+// order), with the bindings of the organization's binding entries proven here (every one the server
+// listed, whether among the events or not) and of the -producer pins. complete: the events are every
+// leaf of the tree, so a binding is among them or nowhere.
+func checkProducerSignatures(events, bindingEntries []producerEvent, complete bool) {
 	bindings := map[string]*binding{}
 	bind := func(keyID, text, where string) *binding {
 		b := &binding{text: strings.TrimSpace(text), where: where}
@@ -160,8 +242,20 @@ func checkProducerSignatures(proven []json.RawMessage, complete bool) {
 	for _, keyID := range pinnedIDs {
 		bind(keyID, pinned[keyID], "-producer")
 	}
-	// The log's binding entries: each must agree with the pin and with every other entry of its key.
+	// The log's binding entries: each must agree with the pin and with every other entry of its key. A
+	// binding entry among the events that the server's list of binding entries left out is a lie by
+	// omission (the entries are never pruned, and the list was read after the events).
+	listed := map[string]bool{}
+	for _, e := range bindingEntries {
+		listed[e.ID] = true
+	}
 	for _, e := range events {
+		if _, _, ok := bindingOf(e); ok && !listed[e.ID] {
+			check(false, "binding entry %s is among the events fetched, but not in the server's list of the organization's binding entries", e.ID)
+			bindingEntries = append(bindingEntries, e)
+		}
+	}
+	for _, e := range bindingEntries {
 		keyID, text, ok := bindingOf(e)
 		if !ok {
 			continue
@@ -209,7 +303,7 @@ func checkProducerSignatures(proven []json.RawMessage, complete bool) {
 			check(false, "producer signature: %d event(s) of API key %s carry a producer signature, but no binding entry of the log (every leaf of which was proven here) binds a producer key to it: %s",
 				len(ids), keyID, named(ids))
 		} else {
-			fmt.Printf("skip  producer signature: %d signed event(s) of API key %s not checked: no binding entry of the key is among the events fetched and none is pinned (the binding may be older than the events fetched: pass -producer %s=<producer key>): %s\n",
+			fmt.Printf("skip  producer signature: %d signed event(s) of API key %s not checked: none of the binding entries the server listed binds the key, and none is pinned (if the server left its binding out: pass -producer %s=<producer key>): %s\n",
 				len(ids), keyID, keyID, named(ids))
 		}
 	}
@@ -229,8 +323,12 @@ func verifyProducerSignature(e producerEvent, b *binding) bool {
 		check(false, "event %s of API key %s, bound to producer key %s, carries no producer signature", e.ID, e.APIKeyID, b.text)
 		return false
 	}
-	signature, err := base64.StdEncoding.Strict().DecodeString(*e.Signature)
-	if err != nil || len(signature) != 64 || base64.StdEncoding.EncodeToString(signature) != *e.Signature {
+	var text string
+	if json.Unmarshal(e.Signature, &text) != nil || bytes.Equal(bytes.TrimSpace(e.Signature), []byte("null")) {
+		text = ""
+	}
+	signature, err := base64.StdEncoding.Strict().DecodeString(text)
+	if err != nil || len(signature) != 64 || base64.StdEncoding.EncodeToString(signature) != text {
 		check(false, "event %s of API key %s, bound to producer key %s, carries a malformed producer signature", e.ID, e.APIKeyID, b.text)
 		return false
 	}

@@ -4,8 +4,10 @@
  * canonicalizer) checks the running test server's checkpoint against a pinned key, recomputes each
  * event's hash from its JSON, checks inclusion and consistency proofs, and fails when the log is
  * tampered with, the key is not the pinned one, or an event is served other than it was signed. It checks
- * producer signatures too, with code of its own: the bindings from the log's binding entries it proved
- * and from -producer pins, each bound key's events against its producer key.
+ * producer signatures too, with code of its own: the bindings from the log's binding entries (listed by
+ * their action, however few events it fetches, and proven) and from -producer pins, each bound key's
+ * events against its producer key, exempting exactly the service's self-audit actions. Its Go unit tests
+ * (reading an event's JSON by exact keys) run here too.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { promisify } from 'node:util';
 import { Binary } from 'mongodb';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import { contentOf } from '../../src/domain/eventFields';
+import { SELF_AUDIT_ACTIONS } from '../../src/domain/selfAudit';
 import { draftsOf, freshStamp } from '../../src/services/idempotency';
 import { call, eventBody } from '../helpers/api';
 import { goProgram } from '../helpers/goPrograms';
@@ -124,12 +127,13 @@ test('an event served other than it was signed fails: its hash is recomputed fro
   const org = await app.org();
   await write(org, 10);
   // Between the verifier and the server: the event list's first event loses a field's true value;
-  // the proofs (and the event_sha256 they name) pass through untouched.
+  // the proofs (and the event_sha256 they name) and the list of binding entries (none here) pass
+  // through untouched.
   const { server, url } = await listenOnFreePort((req, res) => {
     void (async () => {
       const upstream = await fetch(`${app.url}${req.url ?? '/'}`, { headers: { authorization: req.headers.authorization ?? '' } });
       let text = await upstream.text();
-      if ((req.url ?? '').startsWith('/v1/events?')) {
+      if ((req.url ?? '').startsWith('/v1/events?') && !(req.url ?? '').includes('action=')) {
         const page = JSON.parse(text) as { data: { actor_name: string | null }[] };
         (page.data[0] as { actor_name: string | null }).actor_name = 'Someone Else';
         text = JSON.stringify(page);
@@ -188,11 +192,14 @@ describe('producer signatures', () => {
     for (const id of ids) expect(result.stdout).toContain(`ok    event ${id}: its producer signature, over its content canonicalized here, verifies with producer key ${producer.text} bound to API key ${org.keyId}`);
     expect(result.stdout).toContain('ok    producer signatures: 4 of 4 event(s) of 1 bound API key(s) carry a valid signature by the bound producer key, verified here');
 
-    // The binding entry older than the events fetched: the signatures are not checked, unless pinned.
+    // The binding entry older than the events fetched: listed from the log by its action, proven, and used.
     const partial = await verify(org, '-events', '4');
+    expect(partial.stdout).not.toContain('FAIL');
     expect(partial.code).toBe(0);
-    expect(partial.stdout).toContain(`skip  producer signature: 4 signed event(s) of API key ${org.keyId} not checked: no binding entry of the key is among the events fetched and none is pinned`);
-    expect(partial.stdout).not.toContain('producer signatures:');
+    expect(partial.stdout).toMatch(/^ok {4}binding entry \S+ is sequence number \d+ of the signed tree of \d+$/m);
+    expect(partial.stdout).toContain('ok    1 of 1 binding entries of the organization (action audit_ledger.key.producer_bound, api_key_id audit_ledger) proven in the signed tree of');
+    expect(partial.stdout).toContain('ok    producer signatures: 4 of 4 event(s) of 1 bound API key(s)');
+    expect(partial.stdout).not.toContain('skip');
     const pinned = await verify(org, '-events', '4', '-producer', `${org.keyId}=${producer.text}`);
     expect(pinned.code).toBe(0);
     expect(pinned.stdout).toContain('ok    producer signatures: 4 of 4 event(s) of 1 bound API key(s)');
@@ -235,6 +242,57 @@ describe('producer signatures', () => {
     expect(pinned.code).toBe(1);
     expect(pinned.stdout).toContain('FAIL  producer signatures: 1 of 3 event(s) of 1 bound API key(s)');
   });
+
+  test('bindings come from the log, not the events fetched: an unsigned event of a bound key fails with -events 1; only the exact self-audit actions are exempt', async () => {
+    const org = await app.org();
+    const producer = producerSigner();
+    expect((await bind(org, producer.text)).status).toBe(200);
+    await writeSigned(org, producer, 3);
+
+    // One of the service's own actions, recorded under the key that acted (as a stream it creates is): exempt.
+    const own = await writeOwn(org, contentOf(eventBody({ actor: { id: 'service' }, action: 'audit_ledger.stream.created' }), org.id));
+    const exempt = await verify(org, '-events', '1');
+    expect(exempt.stdout).not.toContain('FAIL');
+    expect(exempt.code).toBe(0);
+    expect(exempt.stdout).toContain(`ok    event ${own} is sequence number`);
+    expect(exempt.stdout).toContain('ok    1 of 1 binding entries of the organization');
+    expect(exempt.stdout).toContain('ok    producer signatures: 0 of 0 event(s) of 1 bound API key(s)');
+
+    // The binding entry far out of the window: the unsigned event still fails (it passed unseen before).
+    const unsigned = await writeOwn(org, contentOf(eventBody({ actor: { id: 'forged' }, action: 'payout.approved' }), org.id));
+    const result = await verify(org, '-events', '1');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`ok    event ${unsigned} is sequence number`);
+    expect(result.stdout).toContain(`FAIL  event ${unsigned} of API key ${org.keyId}, bound to producer key ${producer.text}, carries no producer signature`);
+    expect(result.stdout).toContain('FAIL  producer signatures: 0 of 1 event(s) of 1 bound API key(s)');
+
+    // In the service's namespace but not one of its actions (no client may send one): a forgery, checked.
+    const namespaced = await writeOwn(org, contentOf(eventBody({ actor: { id: 'forged' }, action: 'Audit_Ledger.invoice.refunded' }), org.id));
+    const spoofed = await verify(org, '-events', '1');
+    expect(spoofed.code).toBe(1);
+    expect(spoofed.stdout).toContain(`FAIL  event ${namespaced} of API key ${org.keyId}, bound to producer key ${producer.text}, carries no producer signature`);
+    expect(spoofed.stdout.match(/^FAIL/gm)).toHaveLength(2);
+  });
+
+  test('the Go verifier exempts exactly the actions of SELF_AUDIT_ACTIONS (src/domain/selfAudit.ts)', () => {
+    const source = readFileSync(join(__dirname, '..', '..', 'verifier', 'producer.go'), 'utf8');
+    const block = /^var selfAuditActions = map\[string\]bool\{\n([^}]*)\}$/m.exec(source)?.[1];
+    if (block === undefined) throw new Error('verifier/producer.go declares no `var selfAuditActions = map[string]bool{…}`');
+    const lines = block.split('\n').filter((line) => line.trim() !== '');
+    expect(lines.filter((line) => !/^\t"[^"]+":\s+true,$/.test(line))).toEqual([]);
+    expect(lines.map((line) => /"([^"]+)"/.exec(line)?.[1]).sort()).toEqual(Object.keys(SELF_AUDIT_ACTIONS).sort());
+  });
+
+  test('the Go verifier\'s unit tests pass (go test ./... in verifier/)', async () => {
+    try {
+      const { stdout } = await run('go', ['test', './...'], { cwd: join(__dirname, '..', '..', 'verifier'), timeout: 600_000 });
+      expect(stdout).toMatch(/^ok\s+auditledger\/verifier\s/m);
+    } catch (error) {
+      const failure = error as { stdout?: string; stderr?: string };
+      if (failure.stdout === undefined) throw error;
+      throw new Error(`go test ./... failed:\n${failure.stdout}${failure.stderr ?? ''}`, { cause: error });
+    }
+  }, 660_000);
 
   test('a signed event of a key bound nowhere: not checked in part of the log, a failure when every leaf is proven', async () => {
     const org = await app.org();
