@@ -24,10 +24,10 @@ export interface BatchFigures {
 export type BatchLoad = Load & { eventsPerSecond: number; cpuMsPerEvent: number };
 
 /** Batches without keys, from as many connections as the writer's rounds take, with the server's CPU per event. */
-export async function loadBatches(url: string, headers: Record<string, string>, pid: number): Promise<BatchLoad> {
+export async function loadBatches(url: string, headers: Record<string, string>, pid: number, seconds?: number): Promise<BatchLoad> {
   let next = 0;
   const requests: autocannon.Request[] = [{ method: 'POST', path: '/v1/events/batch', setupRequest: (req) => ({ ...req, body: BATCH_BODIES[next++ % BATCH_BODIES.length] }) }];
-  const batch = await loadWithCpu(pid, { url, headers, connections: BATCH_CONNECTIONS, requests });
+  const batch = await loadWithCpu(pid, { url, headers, connections: BATCH_CONNECTIONS, requests, ...(seconds === undefined ? {} : { duration: seconds }) });
   return { ...batch, eventsPerSecond: batch.rps * BATCH_SIZE, cpuMsPerEvent: batch.cpuMsPerRequest / BATCH_SIZE };
 }
 
