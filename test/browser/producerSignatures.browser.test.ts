@@ -11,12 +11,11 @@ import { existsSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { contentOf } from '../../src/domain/eventFields';
 import { DASHBOARD_DIR } from '../../src/http/dashboardAssets';
-import { draftsOf, freshStamp } from '../../src/services/idempotency';
 import { PRODUCER_MESSAGES } from '../../src/services/producerKeys';
 import { call, eventBody } from '../helpers/api';
 import { artifactPath, launchChromium } from '../helpers/browser';
 import { startTestApp, type TestApp } from '../helpers/harness';
-import { producerSigner, signedBody } from '../helpers/producer';
+import { producerSigner, signedBody, storedPastTheDoor } from '../helpers/producer';
 
 jest.setTimeout(180_000);
 
@@ -141,8 +140,7 @@ it('a signed event of the bound key shows as signed by the producer key, verifie
 
 it('an unsigned event of the bound key, stored past the service\'s door, fails once it is in a signed checkpoint', async () => {
   const content = contentOf(eventBody({ actor: { id: 'forged' }, action: 'payout.approved' }), orgId);
-  const [forged] = await app.services.ingest.writeOwn(draftsOf(orgId, [content], freshStamp(1, new Date(), keyId)));
-  const id = forged?._id ?? '';
+  const id = await storedPastTheDoor(app, orgId, keyId, content);
   expecting = /status of 404/;
   await page.goto(`${app.url}/events/${id}`);
   // The event's own inclusion checks out: it is in the signed log; its producer signature is what is missing.

@@ -11,8 +11,8 @@ import { AuditLedgerClient, AuditLedgerError, DeliveryQueue, type EventInput, ge
 import { contentOf, type TEvent } from '../../src/domain/eventFields';
 import { parsePrivateKey } from '../../src/domain/ledger/note';
 import { ProducerSignatureCheck } from '../../src/domain/producerSignature';
-import { draftsOf, freshStamp } from '../../src/services/idempotency';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
+import { storedPastTheDoor } from '../helpers/producer';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -171,8 +171,7 @@ test('an answer whose signature is not the one sent rejects its record(); an eve
   // Someone holding the service's signing key and database stores an event of the bound key through the
   // service's own write path, unsigned: it is genuinely in the signed log, with a genuine proof.
   const genuine = (await honest.createBatch([event(10), event(11)])).recorded;
-  const [forged] = await app.services.ingest.writeOwn(draftsOf(org.id, [contentOf({ ...event(12), action: 'payout.approved' }, org.id)], freshStamp(1, new Date(), org.keyId)));
-  const forgedId = forged?._id as string;
+  const forgedId = await storedPastTheDoor(app, org.id, org.keyId, contentOf({ ...event(12), action: 'payout.approved' }, org.id));
   let proof: Awaited<ReturnType<AuditLedgerClient['proof']>> | null = null;
   for (let tries = 0; proof === null && tries < 120; tries++) {
     proof = await honest.proof(forgedId).catch(async () => {

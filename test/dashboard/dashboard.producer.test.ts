@@ -10,13 +10,13 @@
 import { contentOf } from '../../src/domain/eventFields';
 import type { TEvent } from '../../src/domain/event';
 import type { TInclusionProof } from '../../src/domain/ledger/schemas';
-import { draftsOf, freshStamp } from '../../src/services/idempotency';
 import { PRODUCER_MESSAGES } from '../../src/services/producerKeys';
 import { checkProducerSignature, type ProvenBinding } from '../../src/dashboard/lib/producerCheck';
 import type { KeyValueStore } from '../../src/dashboard/lib/ledgerTrust';
+import { MemoryStore } from '../helpers/memoryStore';
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, type TestApp } from '../helpers/harness';
-import { producerSigner, signedBody } from '../helpers/producer';
+import { producerSigner, signedBody, storedPastTheDoor } from '../helpers/producer';
 import { eventuallySucceeds } from '../helpers/waiting';
 import { failure, uniqueEmail, WebSession } from '../helpers/webSession';
 
@@ -25,16 +25,6 @@ beforeAll(async () => {
   app = await startTestApp({ label: 'dashproducer' });
 });
 afterAll(() => app.close());
-
-class MemoryStore implements KeyValueStore {
-  readonly values = new Map<string, string>();
-  getItem(key: string) {
-    return this.values.get(key) ?? null;
-  }
-  setItem(key: string, value: string) {
-    this.values.set(key, value);
-  }
-}
 
 /** A signed-in owner with a dashboard-made key, and the organization's id. */
 async function owner() {
@@ -129,8 +119,8 @@ test('the event page\'s check: signed by the key the log binds; unsigned, change
   expect(forgedCheck.kind === 'failed' && forgedCheck.failures[0]).toBe(`the binding entry ${entry?.id}: the event differs from the one the server hashed`);
 
   // The service's own write path, past its door (what code holding its key could run): stored, signed into the log, and caught.
-  const [forged] = await app.services.ingest.writeOwn(draftsOf(org, [contentOf(eventBody({ actor: { id: 'forged' } }), org)], freshStamp(1, new Date(), keyId)));
-  const unsigned = await web.client.dashboard.events.get.query({ id: forged?._id ?? '' });
+  const forged = await storedPastTheDoor(app, org, keyId, contentOf(eventBody({ actor: { id: 'forged' } }), org));
+  const unsigned = await web.client.dashboard.events.get.query({ id: forged });
   expect(unsigned.producer_signature).toBeUndefined();
   expect(await pageCheck(web, org, unsigned, store)).toEqual({ kind: 'failed', failures: [`event ${unsigned.id} of API key ${keyId}, bound to producer key ${producer.text}, carries no producer signature`] });
 });

@@ -2,6 +2,9 @@
 import { randomBytes, sign } from 'node:crypto';
 import { signerFromSeed, type Signer } from '../../src/domain/ledger/note';
 import { producerMessage, signedContentOf } from '../../src/domain/producerSignature';
+import type { EventContent } from '../../src/domain/eventFields';
+import { draftsOf, freshStamp } from '../../src/services/idempotency';
+import type { TestApp } from './harness';
 
 export function producerSigner(name = 'producer.test'): Signer {
   return signerFromSeed(name, randomBytes(32));
@@ -12,4 +15,15 @@ export function signedBody(body: Record<string, unknown>, orgId: string, signer:
   const given = { ...body, timestamp: body.timestamp ?? new Date().toISOString() };
   const signature = sign(null, Buffer.from(producerMessage(signedContentOf(given, orgId)), 'utf8'), signer.privateKey);
   return { ...given, producer_signature: signature.toString('base64') };
+}
+
+/**
+ * Stores `content` as an event of key `keyId` of organization `orgId` through the service's own write
+ * path, past its door (no key, cap or signature check): what code holding the service's signing key and
+ * database could run. Answers the stored event's id.
+ */
+export async function storedPastTheDoor(app: TestApp, orgId: string, keyId: string, content: EventContent): Promise<string> {
+  const [doc] = await app.services.ingest.writeOwn(draftsOf(orgId, [content], freshStamp(1, new Date(), keyId)));
+  if (!doc) throw new Error('the service\'s own write path stored nothing');
+  return doc._id;
 }

@@ -18,10 +18,9 @@ import { Binary } from 'mongodb';
 import { signerFromSeed } from '../../src/domain/ledger/note';
 import { contentOf } from '../../src/domain/eventFields';
 import { SELF_AUDIT_ACTIONS } from '../../src/domain/selfAudit';
-import { draftsOf, freshStamp } from '../../src/services/idempotency';
 import { call, eventBody } from '../helpers/api';
 import { goProgram } from '../helpers/goPrograms';
-import { producerSigner, signedBody } from '../helpers/producer';
+import { producerSigner, signedBody, storedPastTheDoor } from '../helpers/producer';
 import { seedEvents } from '../helpers/seed';
 import { listenOnFreePort, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 
@@ -173,8 +172,7 @@ describe('producer signatures', () => {
 
   /** Stores a content through the service's own write path, past its door (what code holding its key could run). */
   async function writeOwn(org: TestOrg, content: ReturnType<typeof contentOf>): Promise<string> {
-    const [doc] = await app.services.ingest.writeOwn(draftsOf(org.id, [content], freshStamp(1, new Date(), org.keyId)));
-    const id = doc?._id as string;
+    const id = await storedPastTheDoor(app, org.id, org.keyId, content);
     await proven(org, id);
     return id;
   }

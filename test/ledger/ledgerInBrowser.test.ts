@@ -10,7 +10,8 @@ import { checkpointText, NoteError, parseCheckpoint } from '../../src/domain/led
 import { consistencyProof, nodesOf, rootHash, verifyConsistency as nodeVerifyConsistency } from '../../src/domain/ledger/merkle';
 import { openNote, signerFromSeed, signNote } from '../../src/domain/ledger/note';
 import { importVerifier, openCheckpoint, verifyConsistency, verifyEventInclusion } from '../../src/client/webVerify';
-import { checkCheckpoint, checkEvent, type KeyValueStore, storageKey } from '../../src/dashboard/lib/ledgerTrust';
+import { checkCheckpoint, checkEvent, storageKey } from '../../src/dashboard/lib/ledgerTrust';
+import { MemoryStore } from '../helpers/memoryStore';
 import type { TInclusionProof } from '../../src/domain/ledger/schemas';
 import { createEvent } from '../helpers/api';
 import { startTestApp, TEST_LEDGER_SIGNER, type TestApp } from '../helpers/harness';
@@ -41,16 +42,6 @@ async function proofOf(web: WebSession, id: string): Promise<TInclusionProof> {
 }
 
 const fetcher = (web: WebSession) => async (from: number, to: number) => (await web.client.dashboard.ledger.consistency.query({ from, to })).proof;
-
-class MemoryStore implements KeyValueStore {
-  readonly values = new Map<string, string>();
-  getItem(key: string) {
-    return this.values.get(key) ?? null;
-  }
-  setItem(key: string, value: string) {
-    this.values.set(key, value);
-  }
-}
 
 describe('an event verified in the browser', () => {
   test('its proof verifies from the fields shown; a changed field, path, place or checkpoint fails, naming it', async () => {

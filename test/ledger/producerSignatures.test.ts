@@ -13,8 +13,7 @@ import { call, eventBody } from '../helpers/api';
 import { twoProcessesOnOneDatabase } from '../helpers/cluster';
 import { mongoUri, startTestApp, TEST_LEDGER_SIGNER, type TestApp, type TestOrg } from '../helpers/harness';
 import { runCli, testLedgerKeyFile } from '../helpers/processes';
-import { producerSigner, signedBody } from '../helpers/producer';
-import { draftsOf, freshStamp } from '../../src/services/idempotency';
+import { producerSigner, signedBody, storedPastTheDoor } from '../helpers/producer';
 import { contentOf } from '../../src/domain/eventFields';
 import { PRODUCER_MESSAGES } from '../../src/services/producerKeys';
 
@@ -137,8 +136,7 @@ test('a filtered export says which events it could not check; a pinned binding c
   const producer = producerSigner();
   expect((await bind(org, producer.text)).status).toBe(200);
   expect((await postBatch(org, [1, 2].map((i) => signedBody(eventBody({ actor: { id: `f${i}` } }), org.id, producer)))).status).toBe(201);
-  const content = contentOf(eventBody({ actor: { id: 'f-forged' }, action: 'invoice.refunded' }), org.id);
-  const [forged] = await app.services.ingest.writeOwn(draftsOf(org.id, [content], freshStamp(1, new Date(), org.keyId)));
+  const forged = await storedPastTheDoor(app, org.id, org.keyId, contentOf(eventBody({ actor: { id: 'f-forged' }, action: 'invoice.refunded' }), org.id));
   const out = join(dir, 'filtered.json');
   expect((await runCli(['export', '--url', app.url, '--key', org.key, '--out', out, '--with-proofs', '--action', 'invoice.refunded'], {})).code).toBe(0);
   const files = ['--verifier-key', TEST_LEDGER_SIGNER.text, '--events', out, '--proofs', `${out}.proofs.json`];
@@ -146,7 +144,7 @@ test('a filtered export says which events it could not check; a pinned binding c
   expect(unpinned.stdout).toContain('ok    producer signatures not checked for 1 event(s): this filtered export holds no binding entry of their API keys');
   expect(unpinned.code).toBe(0);
   const pinned = await runCli(['verify', ...files, '--producer', `${org.keyId}=${producer.text}`], {});
-  expect(pinned.stdout).toContain(`FAIL  producer signature: event ${forged?._id} of API key ${org.keyId}, bound to producer key ${producer.text}, carries no producer signature`);
+  expect(pinned.stdout).toContain(`FAIL  producer signature: event ${forged} of API key ${org.keyId}, bound to producer key ${producer.text}, carries no producer signature`);
   expect(pinned.code).toBe(1);
   const wrongPin = await runCli(['verify', ...files, '--producer', `${org.keyId}=${producerSigner().text}`, '--producer', 'nonsense'], {});
   expect(wrongPin.code).toBe(2);
@@ -175,11 +173,10 @@ test('someone holding the service\'s key and database stores an unsigned event o
   expect((await bind(org, producer.text)).status).toBe(200);
   expect((await postBatch(org, [1, 2, 3].map((i) => signedBody(eventBody({ actor: { id: `real${i}` } }), org.id, producer)))).status).toBe(201);
   // The service's own write path, past its door: what code holding its key could run.
-  const content = contentOf(eventBody({ actor: { id: 'forged' }, action: 'payout.approved' }), org.id);
-  const [forged] = await app.services.ingest.writeOwn(draftsOf(org.id, [content], freshStamp(1, new Date(), org.keyId)));
+  const forged = await storedPastTheDoor(app, org.id, org.keyId, contentOf(eventBody({ actor: { id: 'forged' }, action: 'payout.approved' }), org.id));
   const result = await exportAndVerify(org, 'forged');
   // Export order is newest first: the forged event comes before the binding entry, and is named once it does.
-  expect(result.stdout).toContain(`FAIL  producer signature: 1 event(s) of API key ${org.keyId}, bound to producer key ${producer.text}, carry no producer signature: ${forged?._id}`);
+  expect(result.stdout).toContain(`FAIL  producer signature: 1 event(s) of API key ${org.keyId}, bound to producer key ${producer.text}, carry no producer signature: ${forged}`);
   expect(result.code).toBe(1);
 });
 
