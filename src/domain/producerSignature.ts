@@ -163,19 +163,31 @@ export class ProducerSignatureCheck {
     const binding = this.bindings.get(event.api_key_id);
     if (!binding) return;
     const key = await binding.key;
-    if (!key) { this.fail(`event ${event.id}: the producer key bound to API key ${event.api_key_id} is not a valid Ed25519 verifier key: ${binding.text}`); return; }
-    const signature = signatureBytes(event.producer_signature);
-    if (!signature) { this.fail(`event ${event.id} of API key ${event.api_key_id}, bound to producer key ${binding.text}, ${event.producer_signature === undefined ? 'carries no producer signature' : 'carries a malformed producer signature'}`); return; }
-    const message = new TextEncoder().encode(producerMessage(event));
-    if (!(await crypto.subtle.verify({ name: 'Ed25519' }, key, new Uint8Array(signature), message))) {
-      this.fail(`event ${event.id}: its producer signature does not verify with producer key ${binding.text} (its content is not what the producer signed)`); return;
+    if (!key) {
+      this.fail(`event ${event.id}: the producer key bound to API key ${event.api_key_id} is not a valid Ed25519 verifier key: ${binding.text}`);
+      return;
     }
-    this.signed++;
+    const problem = await signatureProblem(event, key);
+    if (problem === null) this.signed++;
+    else if (problem === 'invalid') this.fail(`event ${event.id}: its producer signature does not verify with producer key ${binding.text} (its content is not what the producer signed)`);
+    else this.fail(`event ${event.id} of API key ${event.api_key_id}, bound to producer key ${binding.text}, ${problem === 'missing' ? 'carries no producer signature' : 'carries a malformed producer signature'}`);
   }
 
   private fail(message: string, ids: readonly string[] = [], count = ids.length): void {
     this.failures.push(ids.length ? `${message}: ${ids.slice(0, MAX_NAMED).join(', ')}${count > MAX_NAMED ? ', …' : ''}` : message);
   }
+}
+
+/**
+ * What is wrong with an event's producer signature under `key` (an `importProducerKey` key): none given,
+ * not 64 bytes of standard base64, or not a signature of `producerMessage(event)`; null when it verifies.
+ */
+export async function signatureProblem(event: Readonly<Record<string, unknown>>, key: CryptoKey): Promise<'missing' | 'malformed' | 'invalid' | null> {
+  if (event.producer_signature === undefined) return 'missing';
+  const signature = signatureBytes(event.producer_signature);
+  if (!signature) return 'malformed';
+  const verified = await crypto.subtle.verify({ name: 'Ed25519' }, key, new Uint8Array(signature), new TextEncoder().encode(producerMessage(event)));
+  return verified ? null : 'invalid';
 }
 
 /** A producer key's text as a WebCrypto Ed25519 key, once its key id checks out. */

@@ -8,7 +8,7 @@
  */
 import { importVerifier, inclusionFailures, openCheckpoint, sameBytes, sharedNodes, verifyConsistency, verifyWitnessed, type WebVerifier } from '../../../src/client/webVerify.ts';
 import { parsePolicy, type Policy, quorumMet } from '../../../src/domain/ledger/witnessFormats.ts';
-import { importProducerKey, producerMessage, signatureBytes } from '../../../src/domain/producerSignature.ts';
+import { importProducerKey, signatureProblem } from '../../../src/domain/producerSignature.ts';
 import { AuditLedgerError } from './errors.ts';
 import type { Checkpoint, ConsistencyProof, LedgerReceipt, ProofsSidecar, Recorded, StoredEvent } from './types.ts';
 
@@ -208,15 +208,9 @@ export class ReceiptVerifier {
       throw new TypeError(`the producer key to verify with is not an Ed25519 verifier key whose key id matches: ${error instanceof Error ? error.message : String(error)}`);
     }));
     for (const { event } of live) {
-      const signature = signatureBytes(event.producer_signature);
-      if (!signature) {
-        failures.push(`event ${event.id}: ${event.producer_signature === undefined ? 'it carries no producer signature' : 'its producer signature is malformed'}, though its API key is bound to producer key ${producerKey.trim()}`);
-        continue;
-      }
-      const message = new TextEncoder().encode(producerMessage(event));
-      if (!(await crypto.subtle.verify({ name: 'Ed25519' }, key, new Uint8Array(signature), message))) {
-        failures.push(`event ${event.id}: its producer signature does not verify with producer key ${producerKey.trim()} (its content is not what the producer signed)`);
-      }
+      const problem = await signatureProblem(event, key);
+      if (problem === 'invalid') failures.push(`event ${event.id}: its producer signature does not verify with producer key ${producerKey.trim()} (its content is not what the producer signed)`);
+      else if (problem !== null) failures.push(`event ${event.id}: ${problem === 'missing' ? 'it carries no producer signature' : 'its producer signature is malformed'}, though its API key is bound to producer key ${producerKey.trim()}`);
     }
   }
 
