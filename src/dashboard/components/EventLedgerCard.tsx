@@ -5,6 +5,7 @@
  * browser remembers, and the producer's signature when the log binds the event's key to one.
  */
 import type { TEvent } from '../../domain/event';
+import { SELF_AUDIT_KEY_ID } from '../../domain/selfAudit';
 import { formatNumber } from '../lib/format';
 import { useEventCheck, useEventProof, useLedgerSummary } from '../lib/ledgerCheck';
 import { ErrorState } from './States';
@@ -17,9 +18,6 @@ import { CouldNotVerify, TrustVerdictNote } from './TrustVerdictNote';
  * people at their first event, not later.
  */
 const EARLY_SEQ = 10;
-
-/** The service's own records (audit_ledger.*) are stored under this api_key_id. */
-const SERVICE_KEY_ID = 'audit_ledger';
 
 export function EventLedgerCard({ event }: { event: TEvent }) {
   const summary = useLedgerSummary();
@@ -42,7 +40,7 @@ export function EventLedgerCard({ event }: { event: TEvent }) {
           <p data-testid="event-checkpoint">
             Sequence number {formatNumber(seq)}, included in checkpoint {formatNumber(proof.data.tree_size)}
           </p>
-          {seq > 1 && seq <= EARLY_SEQ && event.api_key_id !== SERVICE_KEY_ID && (
+          {seq > 1 && seq <= EARLY_SEQ && event.api_key_id !== SELF_AUDIT_KEY_ID && (
             <p className="muted" data-testid="event-seq-note">
               {seq === 2 ? 'Number 1' : `Numbers 1 to ${formatNumber(seq - 1)}`} went to this organization&apos;s earlier entries: the service&apos;s own
               records (<code>audit_ledger.*</code>: the organization&apos;s creation, its API keys…) take numbers in the same

@@ -13,7 +13,7 @@ import { useMe } from './session';
 import { errorCode, trpc } from './trpc';
 
 /** A new event's checkpoint is signed within a second or so: a proof query keeps asking for a little while. */
-export const waitingForCheckpoint = (count: number, error: unknown) => errorCode(error) === 'CHECKPOINT_NOT_FOUND' && count < 15;
+const waitingForCheckpoint = (count: number, error: unknown) => errorCode(error) === 'CHECKPOINT_NOT_FOUND' && count < 15;
 
 /** An event's inclusion proof, asked again while its checkpoint is being signed. */
 export function useEventProof(id: string | undefined) {
