@@ -10,8 +10,9 @@
  */
 import { totalmem, type as osType, release } from 'node:os';
 import { MongoClient } from 'mongodb';
-import { v7 as uuidv7 } from 'uuid';
-import { collections, ensureIndexes } from '../src/db/database';
+import { collections } from '../src/db/database';
+import { costFigures, costLines, measureCostPairs } from './bench/costOfOneEvent';
+import { rawInsert } from './bench/rawInsert';
 import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
 import { measureProofLatency } from './bench/proofLatency';
@@ -20,38 +21,6 @@ import { manyOrganizationsLines, measureInstallationSize } from './bench/manyOrg
 import { describeRun, measureScaleOut } from './bench/scaleOut';
 import { BENCH_PLAN_CAPS, CONNECTIONS, load, loadWithCpu, type Load, recordBenchmark, rssOf, runHeading, SECONDS, serviceEnv, singleEventRequests, startProcess, stop } from './bench/common';
 import { loadConfig } from '../src/config/env';
-
-function eventDoc(tenant: string, seq: number) {
-  const now = new Date();
-  return {
-    _id: uuidv7(), tenant, seq, month: '2000-01', month_seq: seq, ts: now, received_at: now,
-    actor_id: 'user_123', actor_name: 'Jane Admin', actor_email: 'jane@example.com', action: 'user.role_changed',
-    resource_type: 'user', resource_id: 'user_456', resource_name: 'John Doe',
-    metadata: '{"field":"role","old_value":"member","new_value":"admin","ip":"203.0.113.7"}',
-    organization_id: tenant, api_key_id: 'key_bench',
-  };
-}
-
-/**
- * Raw driver insertMany, one batch in flight, the way the group-commit writer writes, into a
- * collection with the service's indexes (`withIndexes`) or with only the unique sequence index.
- */
-async function rawInsert(client: MongoClient, dbName: string, batch: number, withIndexes: boolean): Promise<number> {
-  const db = client.db(`${dbName}_raw${withIndexes ? 'idx' : ''}`);
-  const events = db.collection<ReturnType<typeof eventDoc>>('events');
-  if (withIndexes) await ensureIndexes(collections(db));
-  else await events.createIndexes([{ key: { tenant: 1, seq: 1 }, name: 'tenant_seq', unique: true }]);
-  let seq = 0;
-  const until = Date.now() + SECONDS * 1000;
-  const started = Date.now();
-  while (Date.now() < until) {
-    const docs = Array.from({ length: batch }, () => eventDoc('raw', ++seq));
-    await events.insertMany(docs, { ordered: true, writeConcern: { w: 'majority', j: true } });
-  }
-  const perSecond = seq / ((Date.now() - started) / 1000);
-  await db.dropDatabase();
-  return perSecond;
-}
 
 async function rawRead(client: MongoClient, dbName: string, tenant: string): Promise<{ rows: number; perSecond: number }> {
   const started = Date.now();
@@ -97,6 +66,17 @@ async function main(): Promise<void> {
   const info = (await client.db('admin').command({ buildInfo: 1 })) as { version: string; ferretdbVersion?: string };
   const database = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion} (PostgreSQL backend), wire version ${info.version}` : `MongoDB ${info.version}`;
   console.log(`database: ${database}; ${SECONDS}s per load, ${CONNECTIONS} connections`);
+  const costPairs = Number(process.env.BENCH_COST_PAIRS ?? 3);
+  if (process.env.BENCH_ONLY === 'cost') {
+    // Only the cost of one event's pairs (issue 39): a few minutes instead of the whole run.
+    const pairs = await measureCostPairs(uri, `${dbName}_cost`, costPairs);
+    const lines = [`${await runHeading(uri, '`BENCH_ONLY=cost npm run bench`')}`, '', ...costLines(pairs)];
+    recordBenchmark(lines);
+    console.log(`\n${lines.join('\n')}`);
+    await client.close();
+    await memoryServer?.stop();
+    return;
+  }
 
   // Limits first, on an idle machine.
   const hello = await startProcess('scripts/bench/helloServer.ts', {});
@@ -184,6 +164,9 @@ async function main(): Promise<void> {
   const reads = await measureFerretReads(client, uri, dbName, Boolean(info.ferretdbVersion));
   // The size of the installation must not slow anyone: one organization beside 1,000 others with a key each.
   const size = await measureInstallationSize(uri, `${dbName}_size`);
+  // The cost of one event against its limits and the commit before issue 39, in alternating pairs.
+  const cost = await measureCostPairs(uri, `${dbName}_cost`, costPairs);
+  const costs = costFigures(cost);
   // Last and longest: the ledger's cost to ingest, against the code before it (A/B pairs).
   const ab = await measureLedgerAB(uri, dbName, Number(process.env.BENCH_AB_PAIRS ?? 3));
   await client.db(dbName).dropDatabase();
@@ -218,6 +201,9 @@ async function main(): Promise<void> {
       const row = (what: string, [gin, bare]: [number, number]): [string, string, string, string] => [`FerretDB ${what} at ${k}, median ms`, String(gin), `${bare} (without the GIN indexes)`, `${ratio(gin, bare).toFixed(2)}×`];
       return [row('GET /v1/events/:id', f.byId), row('first page, actor filter', f.listByActor), row('first page, no filter', f.listAll)];
     }),
+    [`single-event ingest vs raw insertMany of ${CONNECTIONS}, median of ${cost.length} alternating pairs`, '', '', pct(costs.singleVsRaw)],
+    [`batch ingest vs raw insertMany of ${BATCH_SIZE}, median of ${cost.length} alternating pairs`, '', '', pct(costs.batchVsRaw)],
+    [`CPU per single event vs a hello-world request, median of ${cost.length} pairs`, '', '', `${costs.cpuVsHello.toFixed(1)}×`],
     ...(ab ? abRows(ab) : []),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];
@@ -236,6 +222,7 @@ async function main(): Promise<void> {
     ...scale.map((r) => `- ${describeRun(r, scale.find((s) => s.organizations === r.organizations && s.processes === 1) ?? r)}`),
     '',
     ...manyOrganizationsLines(size, null, 0),
+    ...costLines(cost),
     ...(ab ? abLines(ab) : []),
   ];
   recordBenchmark(lines2);

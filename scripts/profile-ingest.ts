@@ -8,7 +8,7 @@
  * warm-up are left out by their time in the profile. Lines of our sources are not named: tsx's output
  * has other line numbers. Needs MONGODB_URI (`npm run db:ferretdb` prints one).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBatches } from './bench/batchIngest';
@@ -77,7 +77,7 @@ function summarize(profile: Profile, fromMs: number): { functions: [string, numb
  * Runs `drive` against a fresh service process that writes a profile into `dir`, after a warm-up with
  * the same load; returns the profile and when (ms after the process began) the measured load began.
  */
-async function profiled(uri: string, dir: string, drive: Drive): Promise<{ profile: Profile; figure: string; fromMs: number }> {
+async function profiled(uri: string, dir: string, label: string, drive: Drive): Promise<{ profile: Profile; figure: string; fromMs: number }> {
   process.env.BENCH_CPU_PROFILE_DIR = dir;
   const spawned = Date.now();
   const { service, headers, close } = await serviceWithKey(uri, `profile_ingest_${Date.now()}`);
@@ -94,6 +94,9 @@ async function profiled(uri: string, dir: string, drive: Drive): Promise<{ profi
   const folder = join(dir, 'this');
   const [file] = readdirSync(folder).filter((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error(`no profile written in ${folder}: did the service exit cleanly?`);
+  // PROFILE_KEEP=<dir>: the raw profile is kept there too, for Chrome DevTools or speedscope.
+  const keep = process.env.PROFILE_KEEP;
+  if (keep) copyFileSync(join(folder, file), join(keep, `${label}-${Date.now()}.cpuprofile`));
   return { profile: JSON.parse(readFileSync(join(folder, file), 'utf8')) as Profile, figure, fromMs };
 }
 
@@ -121,7 +124,7 @@ async function main(): Promise<void> {
   for (const [name, drive] of runs) {
     const dir = mkdtempSync(join(tmpdir(), 'profile-ingest-'));
     try {
-      const { profile, figure, fromMs } = await profiled(uri, dir, drive);
+      const { profile, figure, fromMs } = await profiled(uri, dir, name.replace(/ /g, '-'), drive);
       const { functions, origins, samples } = summarize(profile, fromMs);
       const part = [`**${name}**: ${figure}; ${samples.toLocaleString('en')} busy samples.`, '', ...table('function (self time)', functions), '', ...table('where the code comes from (self time)', origins), ''];
       process.stdout.write(`${part.join('\n')}\n`);

@@ -3,7 +3,7 @@
  * Only its SHA-256 is stored: the key is high-entropy, so a slow password hash would add latency to
  * every request without adding safety. The prefix makes leaked keys easy to recognize by scanners.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'alk_';
 
@@ -43,7 +43,8 @@ export function generateApiKey(): GeneratedApiKey {
 }
 
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // The one-shot form: every request hashes its key (the rate limit, then authentication).
+  return hash('sha256', key, 'hex');
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;

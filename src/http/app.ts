@@ -107,10 +107,11 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken));
   koa.use(routes.routes());
+  // Before the pages and /trpc, which pass every /v1 request on: the API's requests skip them.
+  koa.use(mount(REST_PREFIX, restApi(services)));
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir, options.viewerFrameAncestors));
   koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.api.limits.trpcMaxBatch }));
-  koa.use(mount(REST_PREFIX, restApi(services)));
   const handle = koa.callback();
   return { koa, listener: (req, res) => void handle(req, res), metrics };
 }

@@ -5,7 +5,21 @@
  */
 import ipaddr from 'ipaddr.js';
 
+/** Addresses met lately and what they count as: every request with credentials asks (http/strangers.ts). */
+const known = new Map<string, string>();
+const KNOWN_MAX = 10_000;
+
 export function throttleAddress(ip: string): string {
+  let counted = known.get(ip);
+  if (counted === undefined) {
+    if (known.size >= KNOWN_MAX) known.clear();
+    counted = countedAs(ip);
+    known.set(ip, counted);
+  }
+  return counted;
+}
+
+function countedAs(ip: string): string {
   if (!ipaddr.isValid(ip)) return ip;
   const address = ipaddr.parse(ip);
   if (address.kind() === 'ipv4') return address.toString();

@@ -7,22 +7,48 @@ import type { Metrics } from './metrics';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
+/**
+ * `ctx.state`: the request id, and a child logger made when first used (a child logger costs more than
+ * the rest of an event's bookkeeping; most requests never need one). A class, so that every request's
+ * state has the same shape and its getter is one on the prototype, not a property defined per request.
+ */
+class RequestState implements AppState {
+  private child: Logger | undefined;
+
+  constructor(
+    private readonly root: Logger,
+    readonly requestId: string,
+  ) {}
+
+  get log(): Logger {
+    return (this.child ??= this.root.child({ requestId: this.requestId }));
+  }
+}
+
 export function requestContext(log: Logger, metrics: Metrics): Middleware<AppState> {
+  // One counter child per method, route and status met: prom-client would otherwise hash the labels on every request.
+  const counters = new Map<string, { inc(): void }>();
+  const count = (method: string, route: string, status: number) => {
+    const key = `${method} ${route} ${status}`;
+    let counter = counters.get(key);
+    if (!counter) {
+      counter = metrics.httpRequests.labels({ method, route, status: String(status) });
+      counters.set(key, counter);
+    }
+    counter.inc();
+  };
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     const incoming = ctx.get('x-request-id');
     const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
-    ctx.state.requestId = requestId;
-    // A child logger costs more than the rest of an event's bookkeeping; most requests never need one.
-    let child: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', { get: () => (child ??= log.child({ requestId })), enumerable: true });
+    ctx.state = new RequestState(log, requestId);
     ctx.set('X-Request-Id', requestId);
     try {
       await next();
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : ctx.path.startsWith('/v1/') ? '/v1' : 'other';
-      metrics.httpRequests.inc({ method: ctx.method, route, status: String(ctx.status) });
+      count(ctx.method, route, ctx.status);
       // Logged without the query string: filters are customer data.
       log.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
     }

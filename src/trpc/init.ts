@@ -3,7 +3,7 @@
  * AppError by the time it reaches a client, whichever surface (REST or /trpc) it uses (`./errors.ts`).
  */
 import { createHash } from 'node:crypto';
-import { initTRPC, TRPCError } from '@trpc/server';
+import { getTRPCErrorFromUnknown, initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ACCOUNT_MESSAGES, AppError, ERROR_CODES, MESSAGES } from '../domain/errors';
 import type { ApiKeyPrincipal, SessionPrincipal, ViewerPrincipal } from '../services/auth';
@@ -55,11 +55,15 @@ export const router = t.router;
  * Re-throws whatever the procedure (including its input parser) threw as a TRPCError whose code gives
  * the AppError's HTTP status on /trpc, with the AppError as cause for the REST adapter.
  */
+function rethrown(error: unknown): never {
+  const app = toAppError(error);
+  throw new TRPCError({ code: ERROR_CODES[app.code].trpc, message: app.message, cause: app });
+}
+
 const mapErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (result.ok) return result;
-  const app = toAppError(result.error);
-  throw new TRPCError({ code: ERROR_CODES[app.code].trpc, message: app.message, cause: app });
+  return rethrown(result.error);
 });
 
 export const publicProcedure = t.procedure.use(mapErrors);
@@ -67,14 +71,24 @@ export const publicProcedure = t.procedure.use(mapErrors);
 /**
  * Requires an API key. Writes and reads answer with different texts, as the spec's table says:
  * creation distinguishes a missing header from a bad key, every read says "Missing or invalid API key".
+ * It maps errors as `mapErrors` does, itself: one middleware less on the path of every event (tRPC copies
+ * a call's options twice for each).
  */
-export const apiKeyProcedure = publicProcedure.use(async ({ ctx, type, meta, next }) => {
-  // A revoked key must not create a stream, erase or hold events in the minute the write shortcut lasts.
-  const auth = ctx.auth.kind === 'ok' && !ctx.auth.fresh && !meta?.keyCheckedAtCommit ? await ctx.authenticateNow() : ctx.auth;
-  if (auth.kind !== 'ok') throw authError(auth.kind, type === 'mutation' ? 'write' : 'read');
-  const principal: ApiKeyPrincipal = auth.principal;
-  requireScope(principal, meta?.scope);
-  return next({ ctx: { ...ctx, principal } });
+export const apiKeyProcedure = t.procedure.use(async ({ ctx, type, meta, next }) => {
+  let principal: ApiKeyPrincipal;
+  try {
+    // A revoked key must not create a stream, erase or hold events in the minute the write shortcut lasts.
+    const auth = ctx.auth.kind === 'ok' && !ctx.auth.fresh && !meta?.keyCheckedAtCommit ? await ctx.authenticateNow() : ctx.auth;
+    if (auth.kind !== 'ok') throw authError(auth.kind, type === 'mutation' ? 'write' : 'read');
+    principal = auth.principal;
+    requireScope(principal, meta?.scope);
+  } catch (error) {
+    return rethrown(getTRPCErrorFromUnknown(error));
+  }
+  // tRPC merges what `next` is given into the context.
+  const result = await next({ ctx: { principal } });
+  if (result.ok) return result;
+  return rethrown(result.error);
 });
 
 /** 403 unless the key has `scope`; a procedure that names none is refused to every key (a mistake of ours, caught by the OpenAPI test). */

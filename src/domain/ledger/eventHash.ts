@@ -3,8 +3,8 @@
  * WebCrypto): the SHA-256 of the event's canonical JSON (`canonicalEventText`), the salted commitment
  * of v2 leaves, and the leaf that binds one of them to the organization and the event's place.
  */
-import { hash, randomBytes } from 'node:crypto';
-import { canonicalEventText, commitmentInput, type LeafCommit, leafJson, SALT_BYTES, saltBytes } from './formats';
+import { createHash, hash, randomFillSync } from 'node:crypto';
+import { canonicalEventText, COMMITMENT_PREFIX, type LeafCommit, leafJson, SALT_BYTES, saltBytes } from './formats';
 import { leafHash } from './merkle';
 
 /** Lowercase hex SHA-256 of the event's canonical JSON; `fields` as `canonicalEventText` takes them. */
@@ -12,9 +12,18 @@ export function eventSha256(fields: Readonly<Record<string, unknown>>): string {
   return hash('sha256', canonicalEventText(fields), 'hex');
 }
 
-/** A new event's salt: 32 random bytes as hex. */
+/** Random bytes for salts, drawn from the system's CSPRNG 128 salts at a time: one call per salt cost as much as hashing the event. */
+const SALT_POOL = Buffer.alloc(SALT_BYTES * 128);
+let saltPoolAt = SALT_POOL.length;
+
+/** A new event's salt: 32 random bytes as hex. Each pooled byte is handed out once. */
 export function newSalt(): string {
-  return randomBytes(SALT_BYTES).toString('hex');
+  if (saltPoolAt === SALT_POOL.length) {
+    randomFillSync(SALT_POOL);
+    saltPoolAt = 0;
+  }
+  saltPoolAt += SALT_BYTES;
+  return SALT_POOL.toString('hex', saltPoolAt - SALT_BYTES, saltPoolAt);
 }
 
 /** What a receipt says of an event: its plain hash, and for a v2 leaf the commitment and the salt. */
@@ -31,7 +40,9 @@ export function eventHashes(fields: Readonly<Record<string, unknown>>, salt: str
   if (salt === undefined) return { event_sha256: sha };
   const bytes = saltBytes(salt);
   if (!bytes) throw new TypeError('a salt is 64 lowercase hex digits');
-  return { event_sha256: sha, event_commitment: hash('sha256', commitmentInput(bytes, text), 'hex'), salt };
+  // commitmentInput's bytes (formats.ts), fed to the hash in parts rather than copied into one array.
+  const commitment = createHash('sha256').update(COMMITMENT_PREFIX).update(bytes).update(text).digest('hex');
+  return { event_sha256: sha, event_commitment: commitment, salt };
 }
 
 /** The v2 commitment of an event's fields under `salt` (what a guess of a pruned event would have to match). */

@@ -27,8 +27,9 @@ export const createEvent = apiKeyProcedure
   })
   .input(ZCreateEventRequest)
   .output(ZCreateEventOutput)
-  .mutation(async ({ ctx, input: { idempotency_key: field, ...input } }) => {
-    const { output, replayed } = await ctx.services.events.create(ctx.principal, input, idempotencyKeyOf(ctx, field));
+  .mutation(async ({ ctx, input }) => {
+    // The body's idempotency_key is not an event field: the service reads only the event's fields from it.
+    const { output, replayed } = await ctx.services.events.create(ctx.principal, input, idempotencyKeyOf(ctx, input.idempotency_key));
     ctx.answer.replayed = replayed;
     return output;
   });
