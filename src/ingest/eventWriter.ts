@@ -374,7 +374,8 @@ export class EventWriter {
       const step = owner.unit.keyHash === null ? 0 : 1;
       (todo[i] ?? []).forEach(({ draft, index }, k) => {
         const hashes = (owner.hashes[index] ??= eventHashesOfDoc(draft));
-        const doc: EventDoc = { ...draft, seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step };
+        // Object.assign rather than a spread followed by keys, which V8 builds several times slower.
+        const doc: EventDoc = Object.assign({}, draft, { seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step });
         // The MAC binds the event to this place: the same event at another number is foreign.
         if (this.rowMac) doc.mac = eventMac(this.rowMac, doc, leafCommitOf(hashes));
         placed.push({ doc, hashes, owner, index });

@@ -231,6 +231,7 @@ export class StreamDeliverer {
     if (this.stopped) return;
     const wanted = new Map<string, StreamDoc>();
     for (const doc of streams) if (!doc.paused && this.instances.runs(doc._id)) wanted.set(doc._id, doc);
+    this.events.keepFor(new Set([...wanted.values()].map((doc) => doc.tenant)));
     for (const [id, run] of this.runs) {
       if (!wanted.has(id)) {
         this.runs.delete(id);

@@ -64,9 +64,21 @@ export class EventSource {
     return hash;
   }
 
-  /** Events stored (by this instance's writer, or read here). */
+  /**
+   * The organizations with a stream running on this instance (StreamDeliverer's scan): only their events
+   * are kept. Others' would only be dropped unread, at a Map insertion per event stored. An event not
+   * kept is read from the database when a stream wants it, as after the time-to-live.
+   */
+  private streamed: ReadonlySet<string> = new Set();
+
+  keepFor(tenants: ReadonlySet<string>): void {
+    this.streamed = tenants;
+  }
+
+  /** Events stored (by this instance's writer, or read here), those of streamed organizations. */
   add(docs: readonly EventDoc[]): void {
     for (const doc of docs) {
+      if (!this.streamed.has(doc.tenant)) continue;
       const key = `${doc.tenant}\n${doc.seq}`;
       this.recent.delete(key);
       this.recent.set(key, { doc, at: performance.now() });

@@ -98,9 +98,14 @@ export function commitmentInput(salt: Uint8Array, canonicalText: string): Uint8A
 
 const SALT_PATTERN = /^[0-9a-f]{64}$/;
 
+/** Whether `salt` is one as the API writes it: 64 lowercase hex digits. */
+export function isSalt(salt: string): boolean {
+  return SALT_PATTERN.test(salt);
+}
+
 /** A salt as the API writes it (64 lowercase hex digits) as bytes, or null. */
 export function saltBytes(salt: string): Uint8Array | null {
-  if (!SALT_PATTERN.test(salt)) return null;
+  if (!isSalt(salt)) return null;
   const bytes = new Uint8Array(SALT_BYTES);
   // Each character is 0-9 or a-f (checked above): its value is its code less '0', or less 'a' plus 10.
   const nibble = (i: number) => { const c = salt.charCodeAt(i); return c < 97 ? c - 48 : c - 87; };
