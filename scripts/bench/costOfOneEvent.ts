@@ -15,6 +15,9 @@ import { BATCH_SIZE, loadBatches } from './batchIngest';
 import { CONNECTIONS, loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests, startProcess, stop, withBaseline } from './common';
 import { rawInsert } from './rawInsert';
 
+/** Seconds of the same load before each measured one (BENCH_WARM_SECONDS). */
+const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 10);
+
 /** HEAD before issue 39's changes (stop 47). */
 export const BEFORE_COMMIT = '71b7177';
 
@@ -39,7 +42,11 @@ async function serviceSide(uri: string, dbName: string, cwd: string): Promise<Se
   const { service, headers, close } = await serviceWithKey(uri, dbName, cwd);
   try {
     const pid = service.child.pid ?? 0;
+    // Each load after a warm-up with the same load: V8 keeps compiling a fresh process's hot code for tens
+    // of seconds (about a tenth of its CPU in the first 20 s), a cost a long-running service pays once.
+    await loadWithCpu(pid, { url: service.url, headers, requests: singleEventRequests(), duration: WARM_UP_SECONDS });
     const single = await loadWithCpu(pid, { url: service.url, headers, requests: singleEventRequests() });
+    await loadBatches(service.url, headers, pid, WARM_UP_SECONDS);
     const batch = await loadBatches(service.url, headers, pid);
     if (single.non2xx + single.errors + batch.non2xx + batch.errors > 0) throw new Error(`${cwd}: the load got errors (single ${single.non2xx}/${single.errors}, batches ${batch.non2xx}/${batch.errors})`);
     return { single: single.rps, singleCpuMs: single.cpuMsPerRequest, batch: batch.eventsPerSecond, batchCpuMs: batch.cpuMsPerEvent };
@@ -51,6 +58,7 @@ async function serviceSide(uri: string, dbName: string, cwd: string): Promise<Se
 async function hello(): Promise<{ cpuMs: number; rps: number }> {
   const proc = await startProcess('scripts/bench/helloServer.ts', {});
   try {
+    await loadWithCpu(proc.child.pid ?? 0, { url: proc.url, duration: WARM_UP_SECONDS });
     const result = await loadWithCpu(proc.child.pid ?? 0, { url: proc.url });
     return { cpuMs: result.cpuMsPerRequest, rps: result.rps };
   } finally {
@@ -131,7 +139,7 @@ export function costLines(pairs: CostPair[]): string[] {
   const ratios = (pick: (p: CostPair) => number, show: (v: number) => string) => `median ${show(median(pairs.map(pick)))} (${range(pairs.map(pick), show)})`;
   const times = (v: number) => `${v.toFixed(1)}×`;
   return [
-    `The cost of one event (issue 39): ${pairs.length} alternating pairs, ${SECONDS} s per load, ${CONNECTIONS} connections for single events, 8 for batches of ${BATCH_SIZE}; ` +
+    `The cost of one event (issue 39): ${pairs.length} alternating pairs, ${SECONDS} s per load after ${WARM_UP_SECONDS} s of the same load (hello-world included), ${CONNECTIONS} connections for single events, 8 for batches of ${BATCH_SIZE}; ` +
       `each service on a fresh database; \`${BEFORE_COMMIT}\` (before the issue) → this checkout, where shown. CPU: the server process's, per event (hello-world: per request).`,
     '',
     `| pair | hello-world CPU, ms | raw insertMany, docs/s (50 / ${BATCH_SIZE} per call) | single events/s | CPU per single event, ms | batch events/s | CPU per batched event, ms |`,
