@@ -64,8 +64,8 @@ interface Pending {
    * the caller is answered when none is missing.
    */
   docs: (StoredEvent | undefined)[];
-  /** The events' hashes, by position, computed once (their MACs, their receipts and their leaves use them). */
-  hashes: (EventHashes | undefined)[];
+  /** The events' hashes, by position, computed once when queued (their MACs, their receipts and their leaves use them). */
+  hashes: EventHashes[];
   resolve: (docs: StoredEvent[]) => void;
   reject: (error: unknown) => void;
 }
@@ -225,7 +225,10 @@ export class EventWriter {
     const refusal = unit.capExempt ? null : this.refusedAtDoor(tenant.id);
     if (refusal) return Promise.reject(refusal);
     return new Promise<StoredEvent[]>((resolve, reject) => {
-      tenant.queue.push({ unit, tenant: tenant.id, docs: [], hashes: [], resolve, reject });
+      // Hashed now, in the caller's turn, while the database may still be writing the round before: a
+      // round's own work (placing, sealing, inserting) runs between two inserts, with the database idle.
+      const hashes = unit.drafts.map((draft) => eventHashesOfDoc(draft));
+      tenant.queue.push({ unit, tenant: tenant.id, docs: [], hashes, resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;
       });
@@ -373,7 +376,7 @@ export class EventWriter {
       // The service's own records take sequence numbers, not places in the month's count (placement.ts).
       const step = owner.unit.keyHash === null ? 0 : 1;
       (todo[i] ?? []).forEach(({ draft, index }, k) => {
-        const hashes = (owner.hashes[index] ??= eventHashesOfDoc(draft));
+        const hashes = owner.hashes[index] as EventHashes;
         // Object.assign rather than a spread followed by keys, which V8 builds several times slower.
         const doc: EventDoc = Object.assign({}, draft, { seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step });
         // The MAC binds the event to this place: the same event at another number is foreign.
