@@ -106,12 +106,19 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   koa.use(admitStrangers(services, services.api.limits, secureCookies, options.rateNow));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
   koa.use(tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken));
-  koa.use(routes.routes());
-  // Before the pages and /trpc, which pass every /v1 request on: the API's requests skip them.
-  koa.use(mount(REST_PREFIX, restApi(services)));
+  // A request whose method no route has (every POST: the API's writes) passes the router by: its matching
+  // would only find nothing, at the cost of testing every route's path.
+  const routed = routes.routes();
+  const routedMethods = new Set(routes.stack.flatMap((layer) => layer.methods));
+  koa.use(async (ctx, next) => {
+    // (The router's middleware types its context with the params it adds: the same context at run time.)
+    if (routedMethods.has(ctx.method)) await routed(ctx as Parameters<typeof routed>[0], next);
+    else await next();
+  });
   koa.use(docsPage());
   koa.use(dashboardAssets(options.dashboardDir, options.viewerFrameAncestors));
   koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.api.limits.trpcMaxBatch }));
+  koa.use(mount(REST_PREFIX, restApi(services)));
   const handle = koa.callback();
   return { koa, listener: (req, res) => void handle(req, res), metrics };
 }
