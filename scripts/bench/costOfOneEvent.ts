@@ -6,7 +6,7 @@
  * on a fresh database under single events and then batches of 100. Which of the two services goes first
  * alternates, so a shared machine's drift falls on both. Every ratio is the median of the pairs' ratios.
  *
- * The earlier commit runs with its own node_modules (`npm ci` in a worktree): this checkout's patches to
+ * The earlier commit runs with its own node_modules (`npm install` in a worktree): this checkout's patches to
  * libraries (patches/) are part of what is measured, and would otherwise speed up the baseline too.
  */
 import { execFileSync } from 'node:child_process';
@@ -99,10 +99,11 @@ export async function measureCostPairs(uri: string, dbName: string, pairs: numbe
   try {
     if (process.env.BENCH_COST_BEFORE === 'none') return await run(null);
     const measured = await withBaseline(BEFORE_COMMIT, 'cost of one event A/B', async (dir) => {
-      // Its own dependencies, as that commit had them (its lockfile, its patches).
-      log(`installing ${BEFORE_COMMIT}'s dependencies in its worktree (npm ci)…`);
+      // Its own dependencies, as that commit had them (its lockfile, its patches): `npm install`, as
+      // .ci/run installs (it installs exactly the locked versions; see there why not `npm ci`).
+      log(`installing ${BEFORE_COMMIT}'s dependencies in its worktree (npm install)…`);
       execFileSync('rm', ['-f', `${dir}/node_modules`]);
-      execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MONGOMS_DISABLE_POSTINSTALL: '1' } });
+      execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MONGOMS_DISABLE_POSTINSTALL: '1' } });
       return run(dir);
     });
     return measured ?? (await run(null));

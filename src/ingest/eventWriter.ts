@@ -64,8 +64,8 @@ interface Pending {
    * the caller is answered when none is missing.
    */
   docs: (StoredEvent | undefined)[];
-  /** The events' hashes, by position, computed once when queued (their MACs, their receipts and their leaves use them). */
-  hashes: EventHashes[];
+  /** The events' hashes, by position, computed once (their MACs, their receipts and their leaves use them). */
+  hashes: (EventHashes | undefined)[];
   resolve: (docs: StoredEvent[]) => void;
   reject: (error: unknown) => void;
 }
@@ -225,9 +225,12 @@ export class EventWriter {
     const refusal = unit.capExempt ? null : this.refusedAtDoor(tenant.id);
     if (refusal) return Promise.reject(refusal);
     return new Promise<StoredEvent[]>((resolve, reject) => {
-      // Hashed now, in the caller's turn, while the database may still be writing the round before: a
-      // round's own work (placing, sealing, inserting) runs between two inserts, with the database idle.
-      const hashes = unit.drafts.map((draft) => eventHashesOfDoc(draft));
+      // A unit of many events (a batch) is hashed now, in its caller's turn, while the database may still
+      // be writing the round before: in the round, between two inserts, its hashing would hold the
+      // database idle (a batch of 100: ~3 ms). A single event is hashed in the round: that work lets the
+      // next round gather more single events, and smaller rounds cost more CPU per event (each has its own
+      // key check and insert; hashed when queued, single events cost 10-20% more, BENCHMARKS.md).
+      const hashes = unit.drafts.length > 1 ? unit.drafts.map((draft) => eventHashesOfDoc(draft)) : [];
       tenant.queue.push({ unit, tenant: tenant.id, docs: [], hashes, resolve, reject });
       this.flushing ??= this.drain().finally(() => {
         this.flushing = null;
@@ -376,7 +379,7 @@ export class EventWriter {
       // The service's own records take sequence numbers, not places in the month's count (placement.ts).
       const step = owner.unit.keyHash === null ? 0 : 1;
       (todo[i] ?? []).forEach(({ draft, index }, k) => {
-        const hashes = owner.hashes[index] as EventHashes;
+        const hashes = (owner.hashes[index] ??= eventHashesOfDoc(draft));
         // Object.assign rather than a spread followed by keys, which V8 builds several times slower.
         const doc: EventDoc = Object.assign({}, draft, { seq: first.seq + k, month: first.month, month_seq: first.monthSeq + k * step });
         // The MAC binds the event to this place: the same event at another number is foreign.
