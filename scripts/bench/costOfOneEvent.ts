@@ -1,10 +1,11 @@
 /**
- * The cost of one event (issue 39), in alternating pairs: in each pair, the limits (a bare Koa
- * hello-world's CPU per request; raw driver `insertMany` of the same documents into the same indexes, in
- * batches of 50, one in flight, as the writer's rounds of single events come, and in batches of 100),
- * this checkout's service and the service of BEFORE_COMMIT (the commit before the issue's changes), each
- * on a fresh database under single events and then batches of 100. Which of the two services goes first
- * alternates, so a shared machine's drift falls on both. Every ratio is the median of the pairs' ratios.
+ * The cost of one event (issue 39), in pairs: in each pair, the limits (a bare Koa hello-world's CPU per
+ * request; raw driver `insertMany` of the same documents into the same indexes, in batches of 50, one in
+ * flight, as the writer's rounds of single events come, and in batches of 100), then this checkout's
+ * service and the service of BEFORE_COMMIT (the commit before the issue's changes), both running, each on
+ * a fresh database, loaded in turns of a few seconds (ABBA…) under single events and then batches of 100:
+ * measured one after the other, the two sides of a pair differed by up to 30% on this shared machine with
+ * the same code. Every ratio is the median of the pairs' ratios.
  *
  * The earlier commit runs with its own node_modules (`npm install` in a worktree): this checkout's patches to
  * libraries (patches/) are part of what is measured, and would otherwise speed up the baseline too.
@@ -38,20 +39,54 @@ export interface CostPair {
   before: ServiceSide | null;
 }
 
-async function serviceSide(uri: string, dbName: string, cwd: string): Promise<ServiceSide> {
-  const { service, headers, close } = await serviceWithKey(uri, dbName, cwd);
+/** Slices each side's measured load is cut into, taken in turn (ABBA…): both sides meet the same drift of a shared machine. */
+const SLICES = 4;
+
+/** A load measured in slices: events per second and the server's CPU per event over all of them. */
+interface Tally { ok: number; seconds: number; cpuMs: number }
+const tally = (): Tally => ({ ok: 0, seconds: 0, cpuMs: 0 });
+
+/**
+ * This checkout's service and the earlier commit's (or this one's alone), each on a fresh database, both
+ * running at once, idle but for the load of their turn: warmed up, then measured in turns of
+ * SECONDS / SLICES, single events and then batches of 100.
+ */
+async function serviceSides(uri: string, dbName: string, dirs: { now: string; before: string | null }, pair: number): Promise<{ now: ServiceSide; before: ServiceSide | null }> {
+  const sides = [await serviceWithKey(uri, `${dbName}_now`, dirs.now), ...(dirs.before ? [await serviceWithKey(uri, `${dbName}_before`, dirs.before)] : [])];
   try {
-    const pid = service.child.pid ?? 0;
-    // Each load after a warm-up with the same load: V8 keeps compiling a fresh process's hot code for tens
-    // of seconds (about a tenth of its CPU in the first 20 s), a cost a long-running service pays once.
-    await loadWithCpu(pid, { url: service.url, headers, requests: singleEventRequests(), duration: WARM_UP_SECONDS });
-    const single = await loadWithCpu(pid, { url: service.url, headers, requests: singleEventRequests() });
-    await loadBatches(service.url, headers, pid, WARM_UP_SECONDS);
-    const batch = await loadBatches(service.url, headers, pid);
-    if (single.non2xx + single.errors + batch.non2xx + batch.errors > 0) throw new Error(`${cwd}: the load got errors (single ${single.non2xx}/${single.errors}, batches ${batch.non2xx}/${batch.errors})`);
-    return { single: single.rps, singleCpuMs: single.cpuMsPerRequest, batch: batch.eventsPerSecond, batchCpuMs: batch.cpuMsPerEvent };
+    const single = (side: (typeof sides)[number], seconds: number) => loadWithCpu(side.service.child.pid ?? 0, { url: side.service.url, headers: side.headers, requests: singleEventRequests(), duration: seconds });
+    const batches = async (side: (typeof sides)[number], seconds: number) => {
+      const result = await loadBatches(side.service.url, side.headers, side.service.child.pid ?? 0, seconds);
+      return { ...result, ok: result.ok * BATCH_SIZE, cpuMsPerRequest: result.cpuMsPerEvent };
+    };
+    const measured: { single: Tally; batch: Tally }[] = sides.map(() => ({ single: tally(), batch: tally() }));
+    for (const [kind, drive] of [['single', single], ['batch', batches]] as const) {
+      // Each load after a warm-up with the same load: V8 keeps compiling a fresh process's hot code for
+      // tens of seconds (about a tenth of its CPU in the first 20 s), a cost a long-running service pays once.
+      for (const side of sides) await drive(side, WARM_UP_SECONDS);
+      for (let slice = 0; slice < SLICES; slice++) {
+        // ABBA…, starting with the other side in every other pair.
+        const order = (slice + pair) % 2 === 0 ? sides.map((_, i) => i) : sides.map((_, i) => i).reverse();
+        for (const i of order) {
+          const side = sides[i] as (typeof sides)[number];
+          const result = await drive(side, SECONDS / SLICES);
+          if (result.non2xx + result.errors > 0) throw new Error(`${side.service.url}: the load got errors (${result.non2xx} non-2xx, ${result.errors} errors)`);
+          const t = (measured[i] as (typeof measured)[number])[kind];
+          t.ok += result.ok;
+          t.seconds += SECONDS / SLICES;
+          t.cpuMs += result.cpuMsPerRequest * Math.max(1, result.ok);
+        }
+      }
+    }
+    const sideOf = (m: (typeof measured)[number]): ServiceSide => ({
+      single: m.single.ok / m.single.seconds,
+      singleCpuMs: m.single.cpuMs / Math.max(1, m.single.ok),
+      batch: m.batch.ok / m.batch.seconds,
+      batchCpuMs: m.batch.cpuMs / Math.max(1, m.batch.ok),
+    });
+    return { now: sideOf(measured[0] as (typeof measured)[number]), before: measured[1] ? sideOf(measured[1]) : null };
   } finally {
-    await close();
+    for (const side of sides) await side.close();
   }
 }
 
@@ -77,17 +112,7 @@ export async function measureCostPairs(uri: string, dbName: string, pairs: numbe
       const h = await hello();
       const raw50 = await rawInsert(client, `${dbName}_${i}`, CONNECTIONS, true);
       const raw100 = await rawInsert(client, `${dbName}_${i}`, BATCH_SIZE, true);
-      const side = (cwd: string, name: string) => serviceSide(uri, `${dbName}_${i}_${name}`, cwd);
-      let now: ServiceSide;
-      let earlier: ServiceSide | null = null;
-      if (before === null) now = await side(nowDir, 'now');
-      else if (i % 2 === 0) {
-        earlier = await side(before, 'before');
-        now = await side(nowDir, 'now');
-      } else {
-        now = await side(nowDir, 'now');
-        earlier = await side(before, 'before');
-      }
+      const { now, before: earlier } = await serviceSides(uri, `${dbName}_${i}`, { now: nowDir, before }, i);
       const pair: CostPair = { helloCpuMs: h.cpuMs, helloRps: h.rps, raw50, raw100, now, before: earlier };
       out.push(pair);
       log(`cost pair ${i + 1}: hello ${h.cpuMs.toFixed(3)} ms/req; raw ${raw50.toFixed(0)} / ${raw100.toFixed(0)} docs/s; ` +
@@ -140,8 +165,8 @@ export function costLines(pairs: CostPair[]): string[] {
   const ratios = (pick: (p: CostPair) => number, show: (v: number) => string) => `median ${show(median(pairs.map(pick)))} (${range(pairs.map(pick), show)})`;
   const times = (v: number) => `${v.toFixed(1)}×`;
   return [
-    `The cost of one event (issue 39): ${pairs.length} alternating pairs, ${SECONDS} s per load after ${WARM_UP_SECONDS} s of the same load (hello-world included), ${CONNECTIONS} connections for single events, 8 for batches of ${BATCH_SIZE}; ` +
-      `each service on a fresh database; \`${BEFORE_COMMIT}\` (before the issue) → this checkout, where shown. CPU: the server process's, per event (hello-world: per request).`,
+    `The cost of one event (issue 39): ${pairs.length} pairs, ${SECONDS} s per load after ${WARM_UP_SECONDS} s of the same load (hello-world included), ${CONNECTIONS} connections for single events, 8 for batches of ${BATCH_SIZE}; ` +
+      `the two services (\`${BEFORE_COMMIT}\`, before the issue → this checkout, where shown) run at once, each on a fresh database, and are loaded in turns of ${SECONDS / SLICES} s (ABBA). CPU: the server process's, per event (hello-world: per request).`,
     '',
     `| pair | hello-world CPU, ms | raw insertMany, docs/s (50 / ${BATCH_SIZE} per call) | single events/s | CPU per single event, ms | batch events/s | CPU per batched event, ms |`,
     '|---|---|---|---|---|---|---|',
