@@ -51,15 +51,13 @@ const t = initTRPC
 
 export const router = t.router;
 
-/**
- * Re-throws whatever the procedure (including its input parser) threw as a TRPCError whose code gives
- * the AppError's HTTP status on /trpc, with the AppError as cause for the REST adapter.
- */
+/** An error as a TRPCError whose code gives the AppError's HTTP status on /trpc, with the AppError as cause for the REST adapter. */
 function rethrown(error: unknown): never {
   const app = toAppError(error);
   throw new TRPCError({ code: ERROR_CODES[app.code].trpc, message: app.message, cause: app });
 }
 
+/** Re-throws whatever the procedure (including its input parser) threw, `rethrown`. */
 const mapErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (result.ok) return result;

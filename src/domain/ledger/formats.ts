@@ -83,16 +83,14 @@ export function leafJson(org: string, seq: number, commit: LeafCommit): string {
   return `{"${field}":"${commit.hash}","org":${JSON.stringify(org)},"seq":${seq},"v":${commit.v}}`;
 }
 
-const UTF8 = new TextEncoder();
-const PREFIX_BYTES = UTF8.encode(COMMITMENT_PREFIX);
-
 /** The bytes a v2 commitment hashes: the domain prefix, the salt's 32 bytes, the event's canonical JSON. */
 export function commitmentInput(salt: Uint8Array, canonicalText: string): Uint8Array {
-  const text = UTF8.encode(canonicalText);
-  const input = new Uint8Array(PREFIX_BYTES.length + salt.length + text.length);
-  input.set(PREFIX_BYTES);
-  input.set(salt, PREFIX_BYTES.length);
-  input.set(text, PREFIX_BYTES.length + salt.length);
+  const prefix = new TextEncoder().encode(COMMITMENT_PREFIX);
+  const text = new TextEncoder().encode(canonicalText);
+  const input = new Uint8Array(prefix.length + salt.length + text.length);
+  input.set(prefix);
+  input.set(salt, prefix.length);
+  input.set(text, prefix.length + salt.length);
   return input;
 }
 
@@ -106,11 +104,7 @@ export function isSalt(salt: string): boolean {
 /** A salt as the API writes it (64 lowercase hex digits) as bytes, or null. */
 export function saltBytes(salt: string): Uint8Array | null {
   if (!isSalt(salt)) return null;
-  const bytes = new Uint8Array(SALT_BYTES);
-  // Each character is 0-9 or a-f (checked above): its value is its code less '0', or less 'a' plus 10.
-  const nibble = (i: number) => { const c = salt.charCodeAt(i); return c < 97 ? c - 48 : c - 87; };
-  for (let i = 0; i < SALT_BYTES; i++) bytes[i] = (nibble(2 * i) << 4) | nibble(2 * i + 1);
-  return bytes;
+  return Uint8Array.from(salt.match(/../g) as string[], (pair) => parseInt(pair, 16));
 }
 
 /** A key name: non-empty, no space, no `+`, printable. */
