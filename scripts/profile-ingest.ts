@@ -120,10 +120,14 @@ interface PerfSummary { functions: [string, number][]; origins: [string, number]
 /** PROFILE_WITH=perf: `perf record` of a fresh service process under the measured load (after the warm-up). */
 async function perfProfiled(uri: string, dir: string, drive: Drive): Promise<{ summary: PerfSummary; figure: string }> {
   // The JIT's code is named for perf in /tmp/perf-<pid>.map.
-  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --perf-basic-prof`.trim();
-  const started = serviceWithKey(uri, `profile_ingest_${Date.now()}`, CHECKOUT);
-  const { service, headers, close } = await started;
-  process.env.NODE_OPTIONS = process.env.NODE_OPTIONS.replace('--perf-basic-prof', '').trim();
+  process.env.BENCH_PERF_MAP = '1';
+  let started;
+  try {
+    started = await serviceWithKey(uri, `profile_ingest_${Date.now()}`, CHECKOUT);
+  } finally {
+    delete process.env.BENCH_PERF_MAP;
+  }
+  const { service, headers, close } = started;
   const pid = service.child.pid as number;
   const data = join(dir, 'perf.data');
   let figure: string;

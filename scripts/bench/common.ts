@@ -80,15 +80,19 @@ export interface Proc {
 /**
  * With BENCH_CPU_PROFILE_DIR set, every service process writes a V8 CPU profile on exit, under
  * `<dir>/this` (this checkout) or `<dir>/baseline` (the A/B's other commit), for side-by-side reading.
+ * With BENCH_PERF_MAP set, it names its compiled code for Linux perf (/tmp/perf-<pid>.map).
  */
-function cpuProfileFlags(cwd: string): string[] {
+function profilerFlags(cwd: string): string[] {
   const dir = process.env.BENCH_CPU_PROFILE_DIR;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, cwd === ROOT ? 'this' : 'baseline')}`] : [];
+  return [
+    ...(dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, cwd === ROOT ? 'this' : 'baseline')}`] : []),
+    ...(process.env.BENCH_PERF_MAP ? ['--perf-basic-prof'] : []),
+  ];
 }
 
 /** Starts `script` of the checkout at `cwd` (this one unless told) and resolves once it listens. */
 export async function startProcess(script: string, env: Record<string, string>, cwd = ROOT): Promise<Proc> {
-  const child = spawn(process.execPath, [...cpuProfileFlags(cwd), '--import', 'tsx', script], {
+  const child = spawn(process.execPath, [...profilerFlags(cwd), '--import', 'tsx', script], {
     cwd,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -31,7 +31,6 @@ export interface ServiceSide {
 
 export interface CostPair {
   helloCpuMs: number;
-  helloRps: number;
   /** Raw insertMany, docs/s: batches of CONNECTIONS (what single events' rounds hold) and of BATCH_SIZE. */
   raw50: number;
   raw100: number;
@@ -90,12 +89,12 @@ async function serviceSides(uri: string, dbName: string, dirs: { now: string; be
   }
 }
 
-async function hello(): Promise<{ cpuMs: number; rps: number }> {
+async function hello(): Promise<number> {
   const proc = await startProcess('scripts/bench/helloServer.ts', {});
   try {
     await loadWithCpu(proc.child.pid ?? 0, { url: proc.url, duration: WARM_UP_SECONDS });
     const result = await loadWithCpu(proc.child.pid ?? 0, { url: proc.url });
-    return { cpuMs: result.cpuMsPerRequest, rps: result.rps };
+    return result.cpuMsPerRequest;
   } finally {
     await stop(proc);
   }
@@ -109,15 +108,15 @@ export async function measureCostPairs(uri: string, dbName: string, pairs: numbe
   const run = async (before: string | null): Promise<CostPair[]> => {
     const out: CostPair[] = [];
     for (let i = 0; i < pairs; i++) {
-      const h = await hello();
+      const helloCpuMs = await hello();
       const raw50 = await rawInsert(client, `${dbName}_${i}`, CONNECTIONS, true);
       const raw100 = await rawInsert(client, `${dbName}_${i}`, BATCH_SIZE, true);
       const { now, before: earlier } = await serviceSides(uri, `${dbName}_${i}`, { now: nowDir, before }, i);
-      const pair: CostPair = { helloCpuMs: h.cpuMs, helloRps: h.rps, raw50, raw100, now, before: earlier };
+      const pair: CostPair = { helloCpuMs, raw50, raw100, now, before: earlier };
       out.push(pair);
-      log(`cost pair ${i + 1}: hello ${h.cpuMs.toFixed(3)} ms/req; raw ${raw50.toFixed(0)} / ${raw100.toFixed(0)} docs/s; ` +
-        `single ${earlier ? `${earlier.single.toFixed(0)} → ` : ''}${now.single.toFixed(0)} events/s, CPU ${earlier ? `${earlier.singleCpuMs.toFixed(3)} → ` : ''}${now.singleCpuMs.toFixed(3)} ms; ` +
-        `batches ${earlier ? `${earlier.batch.toFixed(0)} → ` : ''}${now.batch.toFixed(0)} events/s, CPU ${earlier ? `${earlier.batchCpuMs.toFixed(3)} → ` : ''}${now.batchCpuMs.toFixed(3)} ms`);
+      log(`cost pair ${i + 1}: hello ${helloCpuMs.toFixed(3)} ms/req; raw ${raw50.toFixed(0)} / ${raw100.toFixed(0)} docs/s; ` +
+        `single ${cell(pair, (s) => s.single, 0)} events/s, CPU ${cell(pair, (s) => s.singleCpuMs, 3)} ms; ` +
+        `batches ${cell(pair, (s) => s.batch, 0)} events/s, CPU ${cell(pair, (s) => s.batchCpuMs, 3)} ms`);
     }
     return out;
   };
@@ -135,6 +134,11 @@ export async function measureCostPairs(uri: string, dbName: string, pairs: numbe
   } finally {
     await client.close();
   }
+}
+
+/** A measure of both sides of a pair, `before → now` (now alone without an earlier commit). */
+function cell(p: CostPair, pick: (s: ServiceSide) => number, digits: number): string {
+  return `${p.before ? `${pick(p.before).toFixed(digits)} → ` : ''}${pick(p.now).toFixed(digits)}`;
 }
 
 function median(values: number[]): number {
@@ -161,7 +165,6 @@ export function costFigures(pairs: CostPair[]): { singleVsRaw: number; batchVsRa
 /** BENCHMARKS.md lines: the pairs, then the medians the issue reads. */
 export function costLines(pairs: CostPair[]): string[] {
   const f = costFigures(pairs);
-  const cell = (p: CostPair, pick: (s: ServiceSide) => number, digits: number) => `${p.before ? `${pick(p.before).toFixed(digits)} → ` : ''}${pick(p.now).toFixed(digits)}`;
   const ratios = (pick: (p: CostPair) => number, show: (v: number) => string) => `median ${show(median(pairs.map(pick)))} (${range(pairs.map(pick), show)})`;
   const times = (v: number) => `${v.toFixed(1)}×`;
   return [

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { eventCommitment, eventSha256, leafBytes } from '../../src/domain/ledger/eventHash';
 import { hashInputOfEvent } from '../../src/domain/eventFields';
-import { canonicalEventText, canonicalJson, checkpointText, NoteError, parseCheckpoint } from '../../src/domain/ledger/formats';
+import { canonicalEventText, canonicalJson, checkpointText, commitmentInput, NoteError, parseCheckpoint, saltBytes } from '../../src/domain/ledger/formats';
 
 /** Canonical JSON, or null for what it cannot represent (unpaired surrogates, -0 is fine). */
 function canonicalOrNull(value: unknown): string | null {
@@ -108,6 +108,8 @@ describe('canonical JSON and what the ledger hashes', () => {
     const salt = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';
     const commitment = createHash('sha256').update('audit-ledger/event/v2\n').update(Buffer.from(salt, 'hex')).update(canonical, 'utf8').digest('hex');
     expect(eventCommitment(hashInputOfEvent(event), salt)).toBe(commitment);
+    // The same bytes as the browser's and verifiers' commitmentInput: the service builds them with Buffers (eventHash.ts).
+    expect(createHash('sha256').update(commitmentInput(saltBytes(salt) as Uint8Array, canonical)).digest('hex')).toBe(commitment);
     expect(leafBytes('org_1', 7, { v: 2, hash: commitment }).toString()).toBe(`{"event_commitment":"${commitment}","org":"org_1","seq":7,"v":2}`);
   });
 
