@@ -19,8 +19,11 @@ import { rawInsert } from './rawInsert';
 /** Seconds of the same load before each measured one (BENCH_WARM_SECONDS). */
 const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 10);
 
-/** HEAD before issue 39's changes (stop 47). */
-export const BEFORE_COMMIT = '71b7177';
+/** HEAD before issue 39's changes (stop 47): the issue's "before". */
+export const ISSUE_BASELINE = '71b7177';
+/** The other side of each pair: BENCH_COST_BEFORE=<commit> (an A/B of one change: HEAD), `none` for no other side. */
+const BEFORE_COMMIT = process.env.BENCH_COST_BEFORE ?? ISSUE_BASELINE;
+const BEFORE_LABEL = BEFORE_COMMIT === ISSUE_BASELINE ? `\`${ISSUE_BASELINE}\`, before the issue` : `\`${BEFORE_COMMIT}\``;
 
 export interface ServiceSide {
   single: number;
@@ -121,7 +124,7 @@ export async function measureCostPairs(uri: string, dbName: string, pairs: numbe
     return out;
   };
   try {
-    if (process.env.BENCH_COST_BEFORE === 'none') return await run(null);
+    if (BEFORE_COMMIT === 'none') return await run(null);
     const measured = await withBaseline(BEFORE_COMMIT, 'cost of one event A/B', async (dir) => {
       // Its own dependencies, as that commit had them (its lockfile, its patches): `npm install`, as
       // .ci/run installs (it installs exactly the locked versions; see there why not `npm ci`).
@@ -169,7 +172,7 @@ export function costLines(pairs: CostPair[]): string[] {
   const times = (v: number) => `${v.toFixed(1)}×`;
   return [
     `The cost of one event (issue 39): ${pairs.length} pairs, ${SECONDS} s per load after ${WARM_UP_SECONDS} s of the same load (hello-world included), ${CONNECTIONS} connections for single events, 8 for batches of ${BATCH_SIZE}; ` +
-      `the two services (\`${BEFORE_COMMIT}\`, before the issue → this checkout, where shown) run at once, each on a fresh database, and are loaded in turns of ${SECONDS / SLICES} s (ABBA). CPU: the server process's, per event (hello-world: per request).`,
+      `the two services (${BEFORE_LABEL} → this checkout, where shown) run at once, each on a fresh database, and are loaded in turns of ${SECONDS / SLICES} s (ABBA). CPU: the server process's, per event (hello-world: per request).`,
     '',
     `| pair | hello-world CPU, ms | raw insertMany, docs/s (50 / ${BATCH_SIZE} per call) | single events/s | CPU per single event, ms | batch events/s | CPU per batched event, ms |`,
     '|---|---|---|---|---|---|---|',
