@@ -204,6 +204,7 @@ async function main(): Promise<void> {
     [`single-event ingest vs raw insertMany of ${CONNECTIONS}, median of ${cost.length} pairs`, '', '', pct(costs.singleVsRaw)],
     [`batch ingest vs raw insertMany of ${BATCH_SIZE}, median of ${cost.length} pairs`, '', '', pct(costs.batchVsRaw)],
     [`CPU per single event vs a hello-world request, median of ${cost.length} pairs`, '', '', `${costs.cpuVsHello.toFixed(1)}×`],
+    [`CPU per single event vs a hello-world request at the same rate, median of ${cost.length} pairs`, '', '', `${costs.cpuVsHelloAtRate.toFixed(1)}×`],
     ...(ab ? abRows(ab) : []),
     ['export peak RSS, MiB', (peakRss / 2 ** 20).toFixed(0), `${(rssBefore / 2 ** 20).toFixed(0)} (before the export)`, `+${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB for ${exportRows} rows`],
   ];

@@ -1,7 +1,8 @@
 /** The Koa application: every HTTP surface of the service, in the order a request meets them. */
 import type { RequestListener } from 'node:http';
 import Router from '@koa/router';
-import Koa from 'koa';
+import Koa, { type ParameterizedContext } from 'koa';
+import compose from 'koa-compose';
 import mount from 'koa-mount';
 import { AppError } from '../domain/errors';
 import { UNAVAILABLE_RETRY_AFTER_S } from '../db/errors';
@@ -105,20 +106,31 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   koa.use(rateLimitPerApiKey(services.api.limits, () => services.ingest.instances.share, options.rateNow));
   koa.use(admitStrangers(services, services.api.limits, secureCookies, options.rateNow));
   koa.use(refuseCrossSitePosts({ prefixes: [`${TRPC_PREFIX}/`], publicUrl: options.publicUrl }));
-  koa.use(tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken));
   // A request whose method no route has (every POST: the API's writes) passes the router by: its matching
   // would only find nothing, at the cost of testing every route's path.
   const routed = routes.routes();
   const routedMethods = new Set(routes.stack.flatMap((layer) => layer.methods));
+  const rest = mount(REST_PREFIX, restApi(services));
+  const pages = compose<ParameterizedContext<AppState>>([
+    tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken),
+    async (ctx, next) => {
+      // (The router's middleware types its context with the params it adds: the same context at run time.)
+      if (routedMethods.has(ctx.method)) await routed(ctx as Parameters<typeof routed>[0], next);
+      else await next();
+    },
+    docsPage(),
+    dashboardAssets(options.dashboardDir, options.viewerFrameAncestors),
+    trpcRoute(services, { secureCookies, maxBatchSize: services.api.limits.trpcMaxBatch }),
+    rest,
+  ]);
+  // A POST under /v1/ (every event written) goes straight to the REST API: the tiles, the pages and the
+  // dashboard answer only GET and HEAD, the router has no POST route and /trpc is another prefix, so
+  // each of them would only pass it on (one layer of promises each, on the path of every event).
+  const straightToRest = !routedMethods.has('POST');
   koa.use(async (ctx, next) => {
-    // (The router's middleware types its context with the params it adds: the same context at run time.)
-    if (routedMethods.has(ctx.method)) await routed(ctx as Parameters<typeof routed>[0], next);
-    else await next();
+    if (straightToRest && ctx.method === 'POST' && ctx.path.startsWith(`${REST_PREFIX}/`)) await rest(ctx, next);
+    else await pages(ctx, next);
   });
-  koa.use(docsPage());
-  koa.use(dashboardAssets(options.dashboardDir, options.viewerFrameAncestors));
-  koa.use(trpcRoute(services, { secureCookies, maxBatchSize: services.api.limits.trpcMaxBatch }));
-  koa.use(mount(REST_PREFIX, restApi(services)));
   const handle = koa.callback();
   return { koa, listener: (req, res) => void handle(req, res), metrics };
 }
