@@ -2,7 +2,7 @@
  * The cost of one event (issue 39), in pairs: in each pair, the limits (a bare Koa hello-world's CPU per
  * request; raw driver `insertMany` of the same documents into the same indexes, in batches of 50, one in
  * flight, as the writer's rounds of single events come, and in batches of 100), then this checkout's
- * service and the service of BEFORE_COMMIT (the commit before the issue's changes), both running, each on
+ * service and the service of BEFORE_COMMIT (the commit before the issue's changes, or BENCH_COST_BEFORE's), both running, each on
  * a fresh database, loaded in turns of a few seconds (ABBA…) under single events and then batches of 100:
  * measured one after the other, the two sides of a pair differed by up to 30% on this shared machine with
  * the same code. Every ratio is the median of the pairs' ratios.
