@@ -1,11 +1,13 @@
 /**
- * The cost of one event (issue 39), in pairs: in each pair, the limits (a bare Koa hello-world's CPU per
- * request; raw driver `insertMany` of the same documents into the same indexes, in batches of 50, one in
- * flight, as the writer's rounds of single events come, and in batches of 100), then this checkout's
- * service and the service of BEFORE_COMMIT (the commit before the issue's changes, or BENCH_COST_BEFORE's), both running, each on
- * a fresh database, loaded in turns of a few seconds (ABBA…) under single events and then batches of 100:
- * measured one after the other, the two sides of a pair differed by up to 30% on this shared machine with
- * the same code. Every ratio is the median of the pairs' ratios.
+ * The cost of one event (issue 39), in pairs: in each pair, raw driver `insertMany` of the same documents
+ * into the same indexes (in batches of 50, one in flight, as the writer's rounds of single events come,
+ * and in batches of 100); then this checkout's service and the service of BEFORE_COMMIT (the commit
+ * before the issue's changes, or BENCH_COST_BEFORE's), both running, each on a fresh database, loaded in
+ * turns of a few seconds (ABBA…) under single events and then batches of 100 (measured one after the
+ * other, the two sides of a pair differed by up to 30% on this shared machine with the same code); last a
+ * bare Koa hello-world's CPU per request, under all the load it takes and then at the rate this
+ * checkout's single events came at (which is why it comes last). Every ratio is the median of the pairs'
+ * ratios.
  *
  * The earlier commit runs with its own node_modules (`npm install` in a worktree): this checkout's patches to
  * libraries (patches/) are part of what is measured, and would otherwise speed up the baseline too.
@@ -36,9 +38,10 @@ export interface CostPair {
   /** A hello-world request's CPU under all the load it takes (50 connections, one core). */
   helloCpuMs: number;
   /**
-   * The same, at the rate this checkout stored single events in the pair: a process answering 2,000
-   * requests a second pays more per request than one answering 35,000 (fewer requests per wake-up, per
-   * system call, per microtask checkpoint), so this is the like-for-like limit of an event's request.
+   * The same, at the rate this checkout stored single events in the pair (2,000–3,000 a second here): a
+   * process answering that many requests a second pays more per request than one answering 35,000 (fewer
+   * requests per wake-up, per system call, per microtask checkpoint), so this is the like-for-like limit
+   * of this checkout's event request (not of the earlier commit's, whose rate is lower).
    */
   helloAtRateCpuMs: number;
   /** Raw insertMany, docs/s: batches of CONNECTIONS (what single events' rounds hold) and of BATCH_SIZE. */
@@ -191,7 +194,7 @@ export function costLines(pairs: CostPair[]): string[] {
     `- single events against raw insertMany of 50: ${ratios((p) => p.now.single / p.raw50, pct)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).single / p.raw50, pct)}` : ''}`,
     `- batches of ${BATCH_SIZE} against raw insertMany of ${BATCH_SIZE}: ${ratios((p) => p.now.batch / p.raw100, pct)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).batch / p.raw100, pct)}` : ''}`,
     `- CPU per single event against a hello-world request: ${ratios((p) => p.now.singleCpuMs / p.helloCpuMs, times)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).singleCpuMs / p.helloCpuMs, times)}` : ''}`,
-    `- the same against a hello-world request at the single events' rate: ${ratios((p) => p.now.singleCpuMs / p.helloAtRateCpuMs, times)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).singleCpuMs / p.helloAtRateCpuMs, times)}` : ''}`,
+    `- the same against a hello-world request at this checkout's single events' rate: ${ratios((p) => p.now.singleCpuMs / p.helloAtRateCpuMs, times)}${pairs.every((p) => p.before) ? `; before, against the same (not at its own, lower, rate): ${ratios((p) => (p.before as ServiceSide).singleCpuMs / p.helloAtRateCpuMs, times)}` : ''}`,
     ...(f.cpuVsBefore === null ? [] : [
       `- CPU per single event against \`${BEFORE_COMMIT}\`: ${ratios((p) => p.now.singleCpuMs / (p.before as ServiceSide).singleCpuMs, pct)}; per batched event: ${ratios((p) => p.now.batchCpuMs / (p.before as ServiceSide).batchCpuMs, pct)}`,
     ]),

@@ -48,6 +48,12 @@ export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit:
   } catch (error) {
     const status = error instanceof Error && 'status' in error ? error.status : undefined;
     if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${formatBytes(limit)} limit`);
+    // co-body decompresses what Content-Encoding names (gzip, deflate, br) with zlib, whose errors carry
+    // no HTTP status: bytes that are not what the header says are the client's mistake, not ours.
+    const encoding = ctx.get('content-encoding');
+    if (status === undefined && encoding !== '' && encoding.toLowerCase() !== 'identity') {
+      throw new AppError('MALFORMED_JSON', `Request body could not be decompressed as its Content-Encoding (${encoding}) says: ${error instanceof Error ? error.message : String(error)}`);
+    }
     throw error;
   }
   let value: unknown;

@@ -2,6 +2,7 @@
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Middleware } from 'koa';
 import { LIMITS } from '../domain/event';
+import { AppError } from '../domain/errors';
 import type { HttpServices } from '../services/container';
 import { createContext } from '../trpc/context';
 import { loggableError } from '../db/errors';
@@ -14,6 +15,9 @@ import { sessionCookieJar } from './sessionCookie';
 
 export const TRPC_PREFIX = '/trpc';
 
+/** Methods the fetch API's Request refuses to carry (fetch spec, "forbidden method"). */
+const FORBIDDEN_FETCH_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
+
 /** `secureCookies`: whether the dashboard is served over HTTPS (directly or behind a trusted proxy). */
 export function trpcRoute(services: HttpServices, options: { secureCookies: boolean; maxBatchSize: number }): Middleware<AppState> {
   return async (ctx, next) => {
@@ -21,9 +25,13 @@ export function trpcRoute(services: HttpServices, options: { secureCookies: bool
       await next();
       return;
     }
-    // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404).
+    // tRPC's handler builds a fetch Request, whose constructor throws for TRACE, TRACK and CONNECT (a 500).
+    if (FORBIDDEN_FETCH_METHODS.has(ctx.method)) throw new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${TRPC_PREFIX}`);
+    // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404). Its
+    // reason phrase goes with that 200: cleared, Node gives the one of the status tRPC sets (not "400 OK").
     ctx.respond = false;
     ctx.status = 200;
+    ctx.res.statusMessage = '';
     await nodeHTTPRequestHandler({
       req: ctx.req,
       res: ctx.res,

@@ -1,4 +1,5 @@
 /** POST /v1/events: the happy path and every error the spec and the issue name. */
+import { gzipSync } from 'node:zlib';
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 
@@ -237,6 +238,28 @@ describe('invalid input gets a 400 that names the problem', () => {
     const res = await call(events, { key: org.key, body: eventBody({ metadata: { blob: 'x'.repeat(64 * 1024 - 10) } }) });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ message: 'Invalid request: metadata must be at most 65536 bytes as JSON', code: 'VALIDATION_FAILED', fields: ['metadata'] });
+    expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+  });
+
+  test('a compressed body: decompressed as its Content-Encoding says; bytes that are not what it says → 400, an unknown encoding → 415; nothing stored', async () => {
+    const post = (encoding: string, bytes: Uint8Array) =>
+      fetch(events, { method: 'POST', headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json', 'content-encoding': encoding }, body: new Uint8Array(bytes) });
+    const gzipped = await post('gzip', gzipSync(JSON.stringify(eventBody({ actor: { id: 'gzipped' } }))));
+    expect(gzipped.status).toBe(201);
+    expect(((await gzipped.json()) as { event: { actor_id: string } }).event.actor_id).toBe('gzipped');
+    const before = await app.collections.events.countDocuments({ tenant: org.id });
+    // Each of these answered 500 (zlib's error, which carries no HTTP status) before.
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await post(encoding, Buffer.from(JSON.stringify(eventBody())));
+      expect({ encoding, status: res.status }).toEqual({ encoding, status: 400 });
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe('MALFORMED_JSON');
+      expect(body.message).toMatch(new RegExp(`^Request body could not be decompressed as its Content-Encoding \\(${encoding}\\) says: `));
+    }
+    const truncated = await post('gzip', gzipSync(JSON.stringify(eventBody())).subarray(0, 20));
+    expect(truncated.status).toBe(400);
+    const unknown = await post('x-unknown', Buffer.from(JSON.stringify(eventBody())));
+    expect(unknown.status).toBe(415);
     expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
   });
 

@@ -3,7 +3,7 @@
  * tenant's writes, get a 5xx, exhaust the service's memory, connections or database rounds, or read
  * the metrics. Each test would have caught one of the causes fixed in the hardening issue.
  */
-import { get as httpGet, type IncomingMessage } from 'node:http';
+import { get as httpGet, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TCreateEventInput } from '../../src/domain/event';
 import { createMetricsServer } from '../../src/http/metricsServer';
@@ -380,4 +380,34 @@ describe('sign-in edges', () => {
       await app.close();
     }
   });
+});
+
+test('/trpc: TRACE is refused with 405, not a 500, and every answer carries its own status\'s reason phrase', async () => {
+  const app = await startTestApp({ label: 'trpcmethods' });
+  try {
+    const org = await app.org();
+    // fetch refuses to send TRACE itself (a forbidden method), so does tRPC's handler when it builds one: raw HTTP.
+    const raw = (method: string, path: string) =>
+      new Promise<{ status: number; reason: string; body: string }>((resolve, reject) => {
+        const req = httpRequest(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${org.key}` } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => { resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', body }); });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const trace = await raw('TRACE', '/trpc/events.list');
+    expect({ status: trace.status, reason: trace.reason }).toEqual({ status: 405, reason: 'Method Not Allowed' });
+    expect(JSON.parse(trace.body)).toEqual({ message: 'TRACE is not supported on /trpc', code: 'METHOD_NOT_ALLOWED' });
+    // tRPC sets the status itself: the reason phrase was Koa's "OK" of the 200 it starts from.
+    const malformed = await raw('GET', '/trpc/events.list?input=not-json');
+    expect(malformed.status).toBe(400);
+    expect(malformed.reason).toBe('Bad Request');
+    const listed = await raw('GET', `/trpc/events.list?input=${encodeURIComponent('{}')}`);
+    expect({ status: listed.status, reason: listed.reason }).toEqual({ status: 200, reason: 'OK' });
+  } finally {
+    await app.close();
+  }
 });
