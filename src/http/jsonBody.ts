@@ -46,6 +46,9 @@ export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit:
     // Typed `any` by @types/co-body; with an encoding it is always a string.
     text = (await coBody.text(ctx.req, { limit, encoding: 'utf8' })) as string;
   } catch (error) {
+    // The rest of a body that was not read to its end (too large; not what its Content-Encoding says) would
+    // hold the connection: Node discards an unread body only when nothing has been piped from it.
+    if (!ctx.req.complete) ctx.set('Connection', 'close');
     const status = error instanceof Error && 'status' in error ? error.status : undefined;
     if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${formatBytes(limit)} limit`);
     // co-body decompresses what Content-Encoding names (gzip, deflate, br) with zlib, whose errors carry

@@ -1,8 +1,8 @@
 /**
  * What a request may cost before anyone knows who sent it.
  *
- * - Bodies: a request to /v1 or /trpc whose body is larger than STRANGER_BODY_BYTES (64 KiB), or of
- *   unknown length, is read only once its API key (or, on /trpc, its dashboard session) is known good;
+ * - Bodies: a request to /v1 or /trpc whose body is larger than STRANGER_BODY_BYTES (64 KiB), of unknown
+ *   length or compressed, is read only once its API key (or, on /trpc, its dashboard session) is known good;
  *   the large limits (BATCH_MAX_BYTES) are for known callers. A stranger's large request is answered at
  *   once (/v1: its 401; /trpc: 413) without reading the body, and the connection is closed after it.
  * - Failed authentications are counted per client address (IPv6 per /64) in a token bucket
@@ -30,8 +30,14 @@ function surfaceOf(path: string): Surface | null {
   return null;
 }
 
-/** Whether the request has a body larger than strangers may send (or one of unknown length). */
+/**
+ * Whether the request has a body larger than strangers may send, or one whose size is unknown until it is
+ * read: of unknown length, or compressed (Content-Length counts it compressed: 5 KB of gzip can hold a
+ * 5 MiB batch, which the body reader would inflate and parse before the key is looked at).
+ */
 function largeBody(ctx: ParameterizedContext<AppState>): boolean {
+  const encoding = ctx.get('content-encoding');
+  if (encoding !== '' && encoding.toLowerCase() !== 'identity') return true;
   const length = ctx.get('content-length');
   if (length) return Number(length) > STRANGER_BODY_BYTES;
   return Boolean(ctx.get('transfer-encoding'));

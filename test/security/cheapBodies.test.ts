@@ -4,9 +4,11 @@
  * failed authentications are throttled per address.
  */
 import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { call } from '../helpers/api';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { STRANGER_BODY_BYTES } from '../../src/http/strangers';
 import { pace } from '../helpers/waiting';
 
 let app: TestApp;
@@ -94,6 +96,14 @@ test('a stranger\'s large body is not read: an invalid key gets its 401, not a p
   const signUp = await send('/trpc/account.signUp', { 'content-type': 'application/json' }, junk);
   expect(signUp.status).toBe(413);
 
+  // A compressed body counts as large, whatever its Content-Length: 5 KB of gzip that would inflate to a
+  // 5 MiB batch of 2.6 million items is not inflated, nor parsed, for a stranger.
+  const bomb = gzipSync(zeros(5 * 1024 * 1024));
+  expect(bomb.length).toBeLessThan(STRANGER_BODY_BYTES);
+  const compressed = await send('/v1/events/batch', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, bomb);
+  expect(compressed.status).toBe(401);
+  expect(compressed.headers.connection).toBe('close');
+
   // A small body from a stranger is read as before (its problems are told), and a known key's large one too.
   const small = await send('/v1/events', { 'content-type': 'application/json' }, Buffer.from('{"oops"'));
   expect([400, 401]).toContain(small.status);
@@ -101,6 +111,22 @@ test('a stranger\'s large body is not read: an invalid key gets its 401, not a p
   const large = await send('/v1/events/batch', { 'content-type': 'application/json', authorization: `Bearer ${org.key}` }, junk);
   expect(large.status).toBe(400);
   expect(JSON.parse(large.text).code).toBe('MALFORMED_JSON');
+  // A known key's compressed batch is read: inflated and parsed (here refused for its count).
+  const known = await send('/v1/events/batch', { 'content-type': 'application/json', 'content-encoding': 'gzip', authorization: `Bearer ${org.key}` }, bomb);
+  expect(known.status).toBe(400);
+  expect(JSON.parse(known.text).code).toBe('VALIDATION_FAILED');
+});
+
+test('a body refused before it was read to its end closes the connection, so nothing waits behind its unread rest', async () => {
+  const org = await app.org();
+  // Not gzip: zlib refuses its first bytes, and the rest (300 KB) is never read.
+  const notGzip = await send('/v1/events', { 'content-type': 'application/json', 'content-encoding': 'gzip', authorization: `Bearer ${org.key}` }, Buffer.alloc(300 * 1024, 'x'));
+  expect(notGzip.status).toBe(400);
+  expect(notGzip.headers.connection).toBe('close');
+  // Read to its end (a small malformed body): the connection stays open for the next request.
+  const malformed = await send('/v1/events', { 'content-type': 'application/json', authorization: `Bearer ${org.key}` }, Buffer.from('{"oops"'));
+  expect(malformed.status).toBe(400);
+  expect(malformed.headers.connection).not.toBe('close');
 });
 
 test('failed authentications are throttled per address, before any lookup', async () => {
