@@ -38,7 +38,7 @@ export class AuthThrottle {
     const [emailCount, addressCount] = await Promise.all([this.attempts.countSince(byEmail, since), this.attempts.countSince(byAddress, since)]);
     this.cleanUp(now);
     if (emailCount > this.policy.perEmail || addressCount > this.policy.perAddress) {
-      throw new AppError('TOO_MANY_ATTEMPTS', ACCOUNT_MESSAGES.tooManyAttempts);
+      throw new AppError('TOO_MANY_ATTEMPTS', ACCOUNT_MESSAGES.tooManyAttempts, this.retryAfter());
     }
   }
 
@@ -51,7 +51,16 @@ export class AuthThrottle {
     const bucket = `signup-ip:${address}`;
     await this.attempts.record([bucket], now);
     const count = await this.attempts.countSince(bucket, new Date(now.getTime() - this.policy.windowMs));
-    if (count > this.policy.signupsPerAddress) throw new AppError('TOO_MANY_ATTEMPTS', ACCOUNT_MESSAGES.tooManySignups);
+    if (count > this.policy.signupsPerAddress) throw new AppError('TOO_MANY_ATTEMPTS', ACCOUNT_MESSAGES.tooManySignups, this.retryAfter());
+  }
+
+  /**
+   * Every 429 says when to come back (docs/api.md): after a whole window without trying, every attempt
+   * counted has aged out. Not sooner: refused attempts are counted too, so a shorter promise would be
+   * broken by whoever retries on it.
+   */
+  private retryAfter(): { retryAfter: number } {
+    return { retryAfter: Math.ceil(this.policy.windowMs / 1000) };
   }
 
   private cleanUp(now: Date): void {

@@ -185,6 +185,10 @@ describe('throttling', () => {
       const attacker = (n: number) => new WebSession(throttled.url, { 'x-forwarded-for': '203.0.113.7' }).login(uniqueEmail(`spray${n}`), 'Winter2026!!');
       for (let i = 0; i < 8; i += 1) expect(await failure(attacker(i))).toMatchObject({ status: 401 });
       expect(await failure(attacker(8))).toMatchObject({ status: 429, code: 'TOO_MANY_ATTEMPTS' });
+      // Like every 429, it says when to come back: after the whole window (refused attempts count too).
+      const refused = await new WebSession(throttled.url, { 'x-forwarded-for': '203.0.113.7' }).raw('account.login', { email: uniqueEmail('spray9'), password: 'Winter2026!!' });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('900');
       // The attacker's address is blocked even for a correct password…
       expect(await failure(new WebSession(throttled.url, { 'x-forwarded-for': '203.0.113.7' }).login(victim, 'the right password!'))).toMatchObject({ status: 429 });
       // …and the victim, elsewhere, still signs in.
@@ -218,6 +222,9 @@ describe('throttling', () => {
         code: 'TOO_MANY_ATTEMPTS',
         message: 'Too many sign-ups from this address. Wait a while and try again.',
       });
+      const refused = await new WebSession(throttled.url).raw('account.signup', { email: uniqueEmail('many'), password: 'correct horse battery staple', organization_name: 'Acme Inc' });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe(String(DEFAULT_THROTTLE.windowMs / 1000));
     } finally {
       await throttled.close();
     }
