@@ -22,8 +22,11 @@ import { rawInsert } from './rawInsert';
 const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 10);
 
 /** HEAD before issue 39's changes (stop 47): the issue's "before". */
-export const ISSUE_BASELINE = '71b7177';
-/** The other side of each pair: BENCH_COST_BEFORE=<commit> (an A/B of one change: HEAD), `none` for no other side. */
+const ISSUE_BASELINE = '71b7177';
+/**
+ * The other side of each pair: BENCH_COST_BEFORE=<commit>, `none` for no other side. One commit alone:
+ * BENCH_COST_NOW a worktree of it, BENCH_COST_BEFORE its parent.
+ */
 const BEFORE_COMMIT = process.env.BENCH_COST_BEFORE ?? ISSUE_BASELINE;
 const BEFORE_LABEL = BEFORE_COMMIT === ISSUE_BASELINE ? `\`${ISSUE_BASELINE}\`, before the issue` : `\`${BEFORE_COMMIT}\``;
 

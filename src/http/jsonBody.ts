@@ -39,6 +39,12 @@ function formatBytes(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
+/** Whether the body is compressed: a Content-Encoding other than identity (co-body inflates gzip, deflate and br). */
+export function isCompressed(ctx: ParameterizedContext<AppState>): boolean {
+  const encoding = ctx.get('content-encoding');
+  return encoding !== '' && encoding.toLowerCase() !== 'identity';
+}
+
 export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit: number): Promise<Record<string, unknown>> {
   if (!ctx.is('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   let text: string;
@@ -53,9 +59,8 @@ export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit:
     if (status === 413) throw new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${formatBytes(limit)} limit`);
     // co-body decompresses what Content-Encoding names (gzip, deflate, br) with zlib, whose errors carry
     // no HTTP status: bytes that are not what the header says are the client's mistake, not ours.
-    const encoding = ctx.get('content-encoding');
-    if (status === undefined && encoding !== '' && encoding.toLowerCase() !== 'identity') {
-      throw new AppError('MALFORMED_JSON', `Request body could not be decompressed as its Content-Encoding (${encoding}) says: ${error instanceof Error ? error.message : String(error)}`);
+    if (status === undefined && isCompressed(ctx)) {
+      throw new AppError('MALFORMED_JSON', `Request body could not be decompressed as its Content-Encoding (${ctx.get('content-encoding')}) says: ${error instanceof Error ? error.message : String(error)}`);
     }
     throw error;
   }

@@ -18,6 +18,7 @@ import { toAppError } from '../trpc/errors';
 import type { AppState } from './appState';
 import { throttleAddress } from './clientAddress';
 import { TokenBuckets } from '../domain/tokenBuckets';
+import { isCompressed } from './jsonBody';
 import { hasSessionCookie, readSessionToken } from './sessionCookie';
 
 export const STRANGER_BODY_BYTES = 64 * 1024;
@@ -36,8 +37,7 @@ function surfaceOf(path: string): Surface | null {
  * 5 MiB batch, which the body reader would inflate and parse before the key is looked at).
  */
 function largeBody(ctx: ParameterizedContext<AppState>): boolean {
-  const encoding = ctx.get('content-encoding');
-  if (encoding !== '' && encoding.toLowerCase() !== 'identity') return true;
+  if (isCompressed(ctx)) return true;
   const length = ctx.get('content-length');
   if (length) return Number(length) > STRANGER_BODY_BYTES;
   return Boolean(ctx.get('transfer-encoding'));
