@@ -110,7 +110,8 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   // would only find nothing, at the cost of testing every route's path.
   const routed = routes.routes();
   const routedMethods = new Set(routes.stack.flatMap((layer) => layer.methods));
-  const rest = mount(REST_PREFIX, restApi(services));
+  const api = restApi(services);
+  const rest = mount(REST_PREFIX, api);
   const pages = compose<ParameterizedContext<AppState>>([
     tilesApi(services, apiKeyExportAuth(services, 'ledger:read'), options.installationToken),
     async (ctx, next) => {
@@ -126,10 +127,28 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   // A POST under /v1/ (every event written) goes straight to the REST API: the tiles, the pages and the
   // dashboard answer only GET and HEAD, the router has no POST route and /trpc is another prefix, so
   // each of them would only pass it on (one layer of promises each, on the path of every event).
+  // There the prefix is taken off the URL by hand when it begins it (koa-mount sets `ctx.path`, which
+  // parses and formats the URL, twice a request); any other form of URL goes through koa-mount.
   const straightToRest = !routedMethods.has('POST');
   koa.use(async (ctx, next) => {
-    if (straightToRest && ctx.method === 'POST' && ctx.path.startsWith(`${REST_PREFIX}/`)) await rest(ctx, next);
-    else await pages(ctx, next);
+    if (!straightToRest || ctx.method !== 'POST' || !ctx.path.startsWith(`${REST_PREFIX}/`)) {
+      await pages(ctx, next);
+      return;
+    }
+    const url = ctx.url;
+    if (!url.startsWith(`${REST_PREFIX}/`)) {
+      await rest(ctx, next);
+      return;
+    }
+    ctx.url = url.slice(REST_PREFIX.length);
+    try {
+      await api(ctx, async () => {
+        ctx.url = url;
+        await next();
+      });
+    } finally {
+      ctx.url = url;
+    }
   });
   const handle = koa.callback();
   return { koa, listener: (req, res) => void handle(req, res), metrics };

@@ -26,6 +26,9 @@ class RequestState implements AppState {
 }
 
 export function requestContext(log: Logger, metrics: Metrics): Middleware<AppState> {
+  // The request line holds no header, query or body, so nothing redaction would hide: it is written
+  // without the redaction pass (a third of a line's cost), the same line otherwise.
+  const access = log.child({}, { redact: [] });
   // One counter child per method, route and status met: prom-client would otherwise hash the labels on every request.
   const counters = new Map<string, { inc(): void }>();
   const count = (method: string, route: string, status: number) => {
@@ -50,7 +53,7 @@ export function requestContext(log: Logger, metrics: Metrics): Middleware<AppSta
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : ctx.path.startsWith('/v1/') ? '/v1' : 'other';
       count(ctx.method, route, ctx.status);
       // Logged without the query string: filters are customer data.
-      log.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      access.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   };
 }

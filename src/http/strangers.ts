@@ -58,6 +58,11 @@ export function admitStrangers(services: HttpServices, limits: Pick<Limits, 'aut
     return session ? null : new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${STRANGER_BODY_BYTES / 1024} KiB allowed before signing in`);
   }
 
+  /** Counts a failed authentication against the address, when the request carried credentials. */
+  const countFailure = (address: string, credentials: boolean): void => {
+    if (credentials) failures.take(address, now());
+  };
+
   return async (ctx, next) => {
     const surface = surfaceOf(ctx.path);
     if (!surface) {
@@ -70,13 +75,10 @@ export function admitStrangers(services: HttpServices, limits: Pick<Limits, 'aut
       const retryAfter = Math.max(1, Math.ceil(1 / limits.authFailuresPerSecond));
       throw new AppError('RATE_LIMITED', `Too many failed authentications from this address; retry after ${retryAfter} s`, { retryAfter });
     }
-    const failed = () => {
-      if (credentials) failures.take(address, now());
-    };
     if (['POST', 'PUT', 'PATCH'].includes(ctx.method) && largeBody(ctx)) {
       const refusal = await known(ctx, surface);
       if (refusal) {
-        if (refusal.status === 401) failed();
+        if (refusal.status === 401) countFailure(address, credentials);
         // The body is not read: closing the connection after the answer spares reading the rest of it.
         ctx.set('Connection', 'close');
         throw refusal;
@@ -85,10 +87,10 @@ export function admitStrangers(services: HttpServices, limits: Pick<Limits, 'aut
     try {
       await next();
     } catch (error) {
-      if (toAppError(error).status === 401) failed();
+      if (toAppError(error).status === 401) countFailure(address, credentials);
       throw error;
     }
     // /trpc writes its answers itself.
-    if (ctx.res.statusCode === 401) failed();
+    if (ctx.res.statusCode === 401) countFailure(address, credentials);
   };
 }
