@@ -118,6 +118,8 @@ export interface ErrorDetails {
   fieldsTotal?: number;
   /** Seconds after which a retry may succeed: sent as `Retry-After`. */
   retryAfter?: number;
+  /** METHOD_NOT_ALLOWED only: the methods the resource has (`GET, POST`), sent as `Allow` (RFC 9110 says a 405 must). */
+  allow?: string;
   /** NOT_SIGNED_IN only, on /trpc only: the session was ended by a membership change, and this is what its holder is told. */
   sessionEnded?: TSessionEnded;
 }

@@ -17,7 +17,7 @@ import { tilesApi } from './tilesRoute';
 import { createMetrics, type Metrics } from './metrics';
 import { renderOpenApiDocument } from './openapiDocument';
 import { requestContext } from './requestContext';
-import { REST_PREFIX, restApi } from './restApi';
+import { REST_OPERATIONS, REST_PREFIX, restApi } from './restApi';
 import { rateLimitPerApiKey } from './rateLimit';
 import { refuseCrossSitePosts } from './sameOrigin';
 import { sessionExportAuth } from './sessionExport';
@@ -96,9 +96,12 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services, secureCookies)));
   // The hosted viewer's download: the same export, narrowed to what its viewer token shows.
   routes.get('/viewer/export', exportRoute(services, metrics, viewerExportAuth(services)));
-  // The ledger is append-only: no interface changes or deletes an event.
-  routes.register(['/v1/events', '/v1/events/:id'], ['PUT', 'PATCH', 'DELETE'], () => {
-    throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted');
+  // The ledger is append-only: no interface changes or deletes an event. The 405 says which methods
+  // each path has (`Allow`), as the REST operations define them.
+  const methodsOf = (path: string) => REST_OPERATIONS.filter((op) => op.path === path).map((op) => op.method).sort().join(', ');
+  const eventMethods = new Map([['/v1/events', methodsOf('/events')], ['/v1/events/:id', methodsOf('/events/{id}')]]);
+  routes.register([...eventMethods.keys()], ['PUT', 'PATCH', 'DELETE'], (ctx) => {
+    throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted', { allow: eventMethods.get(ctx._matchedRoute as string) });
   });
 
   koa.use(requestContext(services.log, metrics));

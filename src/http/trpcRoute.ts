@@ -26,7 +26,7 @@ export function trpcRoute(services: HttpServices, options: { secureCookies: bool
       return;
     }
     // tRPC's handler builds a fetch Request, whose constructor throws for TRACE, TRACK and CONNECT (a 500).
-    if (FORBIDDEN_FETCH_METHODS.has(ctx.method)) throw new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${TRPC_PREFIX}`);
+    if (FORBIDDEN_FETCH_METHODS.has(ctx.method)) throw new AppError('METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${TRPC_PREFIX}`, { allow: 'GET, POST' });
     // Koa must neither answer itself nor replace tRPC's status (it starts every response at 404). Its
     // reason phrase goes with that 200: cleared, Node gives the one of the status tRPC sets (not "400 OK").
     ctx.respond = false;

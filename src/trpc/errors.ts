@@ -54,12 +54,15 @@ export interface ErrorResponse {
   headers: Record<string, string>;
 }
 
-/** What a REST client gets for an error: the status, the JSON body and `Retry-After` when waiting helps. */
+/** What a REST client gets for an error: the status, the JSON body, `Retry-After` when waiting helps and a 405's `Allow`. */
 export function toErrorResponse(error: unknown): ErrorResponse {
   const app = toAppError(error);
   return {
     status: app.status,
     body: toErrorBody(app),
-    headers: app.retryAfter === undefined ? {} : { 'Retry-After': String(app.retryAfter) },
+    headers: {
+      ...(app.retryAfter === undefined ? {} : { 'Retry-After': String(app.retryAfter) }),
+      ...(app.details.allow === undefined ? {} : { Allow: app.details.allow }),
+    },
   };
 }

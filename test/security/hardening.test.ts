@@ -388,18 +388,18 @@ test('/trpc: TRACE is refused with 405, not a 500, and every answer carries its 
     const org = await app.org();
     // fetch refuses to send TRACE itself (a forbidden method), so does tRPC's handler when it builds one: raw HTTP.
     const raw = (method: string, path: string) =>
-      new Promise<{ status: number; reason: string; body: string }>((resolve, reject) => {
+      new Promise<{ status: number; reason: string; allow: string | undefined; body: string }>((resolve, reject) => {
         const req = httpRequest(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${org.key}` } }, (res) => {
           let body = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (body += chunk));
-          res.on('end', () => { resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', body }); });
+          res.on('end', () => { resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', allow: res.headers.allow, body }); });
         });
         req.on('error', reject);
         req.end();
       });
     const trace = await raw('TRACE', '/trpc/events.list');
-    expect({ status: trace.status, reason: trace.reason }).toEqual({ status: 405, reason: 'Method Not Allowed' });
+    expect({ status: trace.status, reason: trace.reason, allow: trace.allow }).toEqual({ status: 405, reason: 'Method Not Allowed', allow: 'GET, POST' });
     expect(JSON.parse(trace.body)).toEqual({ message: 'TRACE is not supported on /trpc', code: 'METHOD_NOT_ALLOWED' });
     // tRPC sets the status itself: the reason phrase was Koa's "OK" of the 200 it starts from.
     const malformed = await raw('GET', '/trpc/events.list?input=not-json');

@@ -244,12 +244,15 @@ describe('injection', () => {
 });
 
 describe('append-only and error hygiene', () => {
-  test.each(['PUT', 'PATCH', 'DELETE'])('%s on an event → 405, and the event is unchanged', async (method) => {
+  test.each(['PUT', 'PATCH', 'DELETE'])('%s on an event → 405 with the methods it has (Allow), and the event is unchanged', async (method) => {
     const res = await call(`${events}/${aEvent.id}`, { method, key: a.key, body: { action: 'changed' } });
     expect(res.status).toBe(405);
     expect(res.body.code).toBe('METHOD_NOT_ALLOWED');
+    // RFC 9110 §15.5.6: a 405 lists the target's methods.
+    expect(res.headers.get('allow')).toBe('GET');
     const del = await call(events, { method, key: a.key });
     expect(del.status).toBe(405);
+    expect(del.headers.get('allow')).toBe('GET, POST');
     expect((await call(`${events}/${aEvent.id}`, { key: a.key })).body).toEqual(aEvent);
   });
 
