@@ -7,6 +7,17 @@ import type { Metrics } from './metrics';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** Paths whose next segment is a secret (an invitation link's token): logged without it. */
+const SECRET_SEGMENT_PREFIXES = ['/invite/'];
+
+/** The path as the request line logs it: a secret segment is replaced by `[redacted]`. */
+function loggedPath(path: string): string {
+  const prefix = SECRET_SEGMENT_PREFIXES.find((p) => path.startsWith(p));
+  if (prefix === undefined) return path;
+  const end = path.indexOf('/', prefix.length);
+  return `${prefix}[redacted]${end < 0 ? '' : path.slice(end)}`;
+}
+
 /**
  * `ctx.state`: the request id, and a child logger made when first used (a child logger costs more than
  * the rest of an event's bookkeeping; most requests never need one). A class, so that every request's
@@ -26,8 +37,9 @@ class RequestState implements AppState {
 }
 
 export function requestContext(log: Logger, metrics: Metrics): Middleware<AppState> {
-  // The request line holds no header, query or body, so nothing redaction would hide: it is written
-  // without the redaction pass (a third of a line's cost), the same line otherwise.
+  // The request line holds no header, query or body, so nothing the logger's redaction (by field name)
+  // would hide: it is written without that pass (a third of a line's cost), the same line otherwise. Its
+  // fields are these five, and a secret in its path is taken out by `loggedPath` (test: logging).
   const access = log.child({}, { redact: [] });
   // One counter child per method, route and status met: prom-client would otherwise hash the labels on every request.
   const counters = new Map<string, { inc(): void }>();
@@ -53,7 +65,7 @@ export function requestContext(log: Logger, metrics: Metrics): Middleware<AppSta
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : ctx.path.startsWith('/v1/') ? '/v1' : 'other';
       count(ctx.method, route, ctx.status);
       // Logged without the query string: filters are customer data.
-      access.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      access.info({ requestId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   };
 }

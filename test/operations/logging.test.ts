@@ -30,6 +30,17 @@ test('one JSON line per request with its request id; keys appear nowhere', async
   const requests = entries.filter((e) => e.msg === 'request');
   expect(requests.length).toBeGreaterThanOrEqual(6);
   expect(requests.find((e) => e.requestId === 'trace-123')).toMatchObject({ path: '/v1/events', status: 201 });
+  // The request line has exactly these fields (it is written without the redaction pass: http/requestContext.ts).
+  for (const line of requests) expect(Object.keys(line).sort()).toEqual(['level', 'method', 'ms', 'msg', 'path', 'requestId', 'service', 'status', 'time']);
   const text = lines.join('\n');
   for (const secret of [org.key, revoked.key, 'secret-filter-value']) expect(text).not.toContain(secret);
+});
+
+test('an invitation link\'s token is not logged with its path', async () => {
+  const token = 'ali_thisIsTheInvitationSecretLoggedNowhere';
+  expect((await call(`${app.url}/invite/${token}`)).status).toBe(200);
+  expect((await call(`${app.url}/invite/${token}/more`)).status).toBe(200);
+  expect(lines.join('\n')).not.toContain('InvitationSecret');
+  const paths = lines.map((line) => JSON.parse(line) as { msg: string; path?: string }).filter((e) => e.msg === 'request').map((e) => e.path);
+  expect(paths).toEqual(expect.arrayContaining(['/invite/[redacted]', '/invite/[redacted]/more']));
 });

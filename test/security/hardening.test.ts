@@ -411,3 +411,33 @@ test('/trpc: TRACE is refused with 405, not a 500, and every answer carries its 
     await app.close();
   }
 });
+
+test('/v1 answers an event POSTed with an absolute-form request-target as it answers the origin-form one (koa-mount\'s way, not the straight path\'s slice)', async () => {
+  const app = await startTestApp({ label: 'absoluteform' });
+  try {
+    const org = await app.org();
+    // fetch always sends origin-form: raw HTTP, with the request-target a proxy would send (RFC 9112 §3.2.2).
+    const post = (target: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(app.url, { method: 'POST', path: target, headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => { resolve({ status: res.statusCode ?? 0, body }); });
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify(eventBody({ action: 'absolute.form' })));
+      });
+    const absolute = await post(`${app.url}/v1/events`);
+    expect(absolute.status).toBe(201);
+    const stored = (JSON.parse(absolute.body) as { event: { id: string; action: string } }).event;
+    expect((await call(`${app.url}/v1/events/${stored.id}`, { key: org.key })).body).toMatchObject({ id: stored.id, action: 'absolute.form' });
+    expect((await post('/v1/events')).status).toBe(201);
+    // Neither form reaches a procedure that is not there: the same 404.
+    const missing = [await post(`${app.url}/v1/nothing`), await post('/v1/nothing')];
+    expect(missing.map((r) => r.status)).toEqual([404, 404]);
+    expect(missing[0]?.body).toBe(missing[1]?.body);
+  } finally {
+    await app.close();
+  }
+});
