@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { call } from '../helpers/api';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { STRANGER_BODY_BYTES } from '../../src/http/strangers';
-import { pace } from '../helpers/waiting';
+import { eventually, pace } from '../helpers/waiting';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -145,3 +145,35 @@ test('failed authentications are throttled per address, before any lookup', asyn
   // Requests without credentials are not throttled by this (they cost no lookup).
   expect((await call(`${app.url}/v1/events`)).status).toBe(401);
 });
+
+test('content codings are case-insensitive and x-gzip is gzip; a client gone in the middle of a compressed body gets its read ended, as a plain one does', async () => {
+  const lines: string[] = [];
+  const logged = await startTestApp({ label: 'cheapbodieslog', logTo: { write: (line) => lines.push(line) } });
+  try {
+    const org = await logged.org();
+    const event = gzipSync(JSON.stringify({ actor: { id: 'u1' }, action: 'coding.case', resource: { type: 't', id: 'r1' } }));
+    const post = (coding: string) => call(`${logged.url}/v1/events`, { key: org.key, rawBody: event as unknown as string, headers: { 'content-type': 'application/json', 'content-encoding': coding } });
+    // (fetch sends the Buffer as it is.)
+    for (const coding of ['GZIP', 'x-gzip', 'Gzip']) expect({ coding, status: (await post(coding)).status }).toEqual({ coding, status: 201 });
+    expect((await post('compress')).status).toBe(415);
+
+    // Half of a 200 KB gzip body, then the connection is gone.
+    const body = gzipSync(Buffer.from(JSON.stringify({ events: Array.from({ length: 2000 }, (_, i) => ({ actor: { id: `u${i}` }, action: 'a.b', resource: { type: 't', id: `r${i}` }, metadata: { pad: randomPad(i) } })) })));
+    await new Promise<void>((resolve) => {
+      const req = request(`${logged.url}/v1/events/batch`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length), authorization: `Bearer ${org.key}`, 'x-request-id': 'gone-mid-gzip' } });
+      req.on('error', () => resolve());
+      req.write(body.subarray(0, Math.floor(body.length / 2)), () => setTimeout(() => { req.destroy(); resolve(); }, 200));
+    });
+    // Its request is answered (to nobody) and logged, not left waiting.
+    const line = await eventually('the request line of the body left half-sent', () => lines.map((l) => JSON.parse(l) as { msg: string; requestId?: string; status?: number }).find((e) => e.msg === 'request' && e.requestId === 'gone-mid-gzip'), 10_000);
+    expect(line.status).toBe(400);
+  } finally {
+    await logged.close();
+  }
+});
+
+/** Bytes gzip cannot shrink much, so the body is large on the wire too. */
+function randomPad(seed: number): string {
+  let x = seed + 1;
+  return Array.from({ length: 64 }, () => ((x = (x * 1103515245 + 12345) % 2147483648), String.fromCharCode(97 + (x % 26)))).join('');
+}
