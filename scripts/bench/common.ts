@@ -90,9 +90,21 @@ function profilerFlags(cwd: string): string[] {
   ];
 }
 
+/**
+ * The Node flags the checkout at `cwd` starts its service with: those its `npm start` gives tsx before
+ * `src/main.ts` (a young generation's size, since `ded67f6`), so that each checkout is measured as it is run.
+ */
+export function startFlags(cwd: string): string[] {
+  const scripts = (JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts;
+  const words = (scripts?.start ?? '').split(/\s+/);
+  const end = words.indexOf('src/main.ts');
+  return words[0] === 'tsx' && end > 0 ? words.slice(1, end).filter((word) => word.startsWith('--')) : [];
+}
+
 /** Starts `script` of the checkout at `cwd` (this one unless told) and resolves once it listens. */
 export async function startProcess(script: string, env: Record<string, string>, cwd = ROOT): Promise<Proc> {
-  const child = spawn(process.execPath, [...profilerFlags(cwd), '--import', 'tsx', script], {
+  const flags = script === 'src/main.ts' ? startFlags(cwd) : [];
+  const child = spawn(process.execPath, [...flags, ...profilerFlags(cwd), '--import', 'tsx', script], {
     cwd,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
