@@ -92,13 +92,14 @@ function profilerFlags(cwd: string): string[] {
 
 /**
  * The Node flags the checkout at `cwd` starts its service with: those its `npm start` gives tsx before
- * `src/main.ts` (a young generation's size, since `ded67f6`), so that each checkout is measured as it is run.
+ * `src/main.ts` (a young generation's size, since `efb9e5b`), so that each checkout is measured as it is
+ * run. A start script of another shape is refused rather than guessed at (its flags would be lost).
  */
 export function startFlags(cwd: string): string[] {
-  const scripts = (JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts;
-  const words = (scripts?.start ?? '').split(/\s+/);
-  const end = words.indexOf('src/main.ts');
-  return words[0] === 'tsx' && end > 0 ? words.slice(1, end).filter((word) => word.startsWith('--')) : [];
+  const start = (JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts?.start ?? '';
+  const shape = /^tsx((?: --[a-z][a-z0-9-]*=\S+)*) src\/main\.ts$/.exec(start.trim());
+  if (!shape) throw new Error(`${cwd}: npm start is "${start}"; the benchmarks know "tsx [--node-flag=value …] src/main.ts"`);
+  return (shape[1] ?? '').split(' ').filter(Boolean);
 }
 
 /** Starts `script` of the checkout at `cwd` (this one unless told) and resolves once it listens. */

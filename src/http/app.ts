@@ -96,12 +96,22 @@ export function createHttpApp(services: HttpServices, options: HttpOptions = {})
   routes.get('/session/events/export', exportRoute(services, metrics, sessionExportAuth(services, secureCookies)));
   // The hosted viewer's download: the same export, narrowed to what its viewer token shows.
   routes.get('/viewer/export', exportRoute(services, metrics, viewerExportAuth(services)));
-  // The ledger is append-only: no interface changes or deletes an event. The 405 says which methods
-  // each path has (`Allow`), as the REST operations define them.
+  // The ledger is append-only: no interface changes or deletes an event. The 405 says which methods the
+  // path has (`Allow`), as the REST operations define them (`batch` is no event id). A path the REST API
+  // would not answer is left to its 404: the router ignores case, the API does not.
   const methodsOf = (path: string) => REST_OPERATIONS.filter((op) => op.path === path).map((op) => op.method).sort().join(', ');
-  const eventMethods = new Map([['/v1/events', methodsOf('/events')], ['/v1/events/:id', methodsOf('/events/{id}')]]);
-  routes.register([...eventMethods.keys()], ['PUT', 'PATCH', 'DELETE'], (ctx) => {
-    throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted', { allow: eventMethods.get(ctx._matchedRoute as string) });
+  const eventPaths: [RegExp, string][] = [
+    [/^\/v1\/events\/?$/, methodsOf('/events')],
+    [/^\/v1\/events\/batch\/?$/, methodsOf('/events/batch')],
+    [/^\/v1\/events\/[^/]+\/?$/, methodsOf('/events/{id}')],
+  ];
+  routes.register(['/v1/events', '/v1/events/:id'], ['PUT', 'PATCH', 'DELETE'], async (ctx, next) => {
+    const allow = eventPaths.find(([pattern]) => pattern.test(ctx.path))?.[1];
+    if (allow === undefined) {
+      await next();
+      return;
+    }
+    throw new AppError('METHOD_NOT_ALLOWED', 'Events are append-only: they cannot be changed or deleted', { allow });
   });
 
   koa.use(requestContext(services.log, metrics));

@@ -7,15 +7,20 @@ import type { Metrics } from './metrics';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
-/** Paths whose next segment is a secret (an invitation link's token): logged without it. */
-const SECRET_SEGMENT_PREFIXES = ['/invite/'];
-
-/** The path as the request line logs it: a secret segment is replaced by `[redacted]`. */
+/**
+ * The path as the request line logs it: an invitation link's (its token is a secret) as
+ * `/invite/[redacted]`, however it is spelt. The dashboard's router ignores case and decodes escapes
+ * (`/INVITE/…`, `/%69nvite/…` open the invitation too).
+ */
 function loggedPath(path: string): string {
-  const prefix = SECRET_SEGMENT_PREFIXES.find((p) => path.startsWith(p));
-  if (prefix === undefined) return path;
-  const end = path.indexOf('/', prefix.length);
-  return `${prefix}[redacted]${end < 0 ? '' : path.slice(end)}`;
+  if (!path.includes('%') && !/invite/i.test(path)) return path;
+  let plain = path;
+  try {
+    plain = decodeURIComponent(path);
+  } catch {
+    // malformed escapes: the path as sent
+  }
+  return /\/invite(\/|$)/i.test(plain.replace(/\/+/g, '/')) ? '/invite/[redacted]' : path;
 }
 
 /**

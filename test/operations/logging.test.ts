@@ -40,7 +40,9 @@ test('an invitation link\'s token is not logged with its path', async () => {
   const token = 'ali_thisIsTheInvitationSecretLoggedNowhere';
   expect((await call(`${app.url}/invite/${token}`)).status).toBe(200);
   expect((await call(`${app.url}/invite/${token}/more`)).status).toBe(200);
+  // However spelt: the dashboard's router ignores case and decodes escapes.
+  for (const spelling of ['/INVITE/', '/Invite/', '/%69nvite/', '//invite/', '/invite//']) await call(`${app.url}${spelling}${token}`);
   expect(lines.join('\n')).not.toContain('InvitationSecret');
   const paths = lines.map((line) => JSON.parse(line) as { msg: string; path?: string }).filter((e) => e.msg === 'request').map((e) => e.path);
-  expect(paths).toEqual(expect.arrayContaining(['/invite/[redacted]', '/invite/[redacted]/more']));
+  expect(paths.filter((path) => path === '/invite/[redacted]')).toHaveLength(7);
 });

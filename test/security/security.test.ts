@@ -253,6 +253,9 @@ describe('append-only and error hygiene', () => {
     const del = await call(events, { method, key: a.key });
     expect(del.status).toBe(405);
     expect(del.headers.get('allow')).toBe('GET, POST');
+    // `batch` is no event id: its one method is POST. A path the API does not answer (case) is its 404.
+    expect((await call(`${events}/batch`, { method, key: a.key })).headers.get('allow')).toBe('POST');
+    expect((await call(`${app.url}/V1/EVENTS`, { method, key: a.key })).status).toBe(404);
     expect((await call(`${events}/${aEvent.id}`, { key: a.key })).body).toEqual(aEvent);
   });
 
