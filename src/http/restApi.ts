@@ -71,11 +71,19 @@ export function restApi(services: HttpServices): Middleware<AppState> {
     const inherited = Object.keys(ctx.query).filter((name) => name in Object.prototype);
     if (inherited.length) throw unknownFieldsError(inherited);
 
+    // HEAD is GET without its body (RFC 9110 §9.3.2: a general-purpose server must answer it). The adapter
+    // knows GET only, so it is handed one; Node leaves the body out of its answer to a HEAD.
+    const head = ctx.req.method === 'HEAD';
+    if (head) ctx.req.method = 'GET';
     const found = { procedure: true };
     ctx.respond = false; // the adapter writes successes itself
-    await handler(ctx.req, ctx.res, () => {
-      found.procedure = false;
-    });
+    try {
+      await handler(ctx.req, ctx.res, () => {
+        found.procedure = false;
+      });
+    } finally {
+      if (head) ctx.req.method = 'HEAD';
+    }
     if (!found.procedure) {
       ctx.respond = true;
       await next();

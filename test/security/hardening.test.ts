@@ -441,3 +441,34 @@ test('/v1 answers an event POSTed with an absolute-form request-target as it ans
     await app.close();
   }
 });
+
+test('HEAD on a /v1 resource answers as its GET does, without the body', async () => {
+  const app = await startTestApp({ label: 'headrequests' });
+  try {
+    const org = await app.org();
+    const created = await createEvent(app.url, org.key);
+    const head = (path: string) =>
+      new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
+        const req = httpRequest(`${app.url}${path}`, { method: 'HEAD', headers: { authorization: `Bearer ${org.key}` } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body }); });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const path of ['/v1/events', `/v1/events/${String(created.id)}`]) {
+      const [got, headed] = [await call(`${app.url}${path}`, { key: org.key }), await head(path)];
+      expect({ path, status: headed.status, type: headed.headers['content-type'], body: headed.body }).toEqual({ path, status: got.status, type: got.headers.get('content-type'), body: '' });
+      expect(got.status).toBe(200);
+    }
+    // A missing event is the GET's 404; a path with no GET, the same 404 as its GET.
+    expect((await head('/v1/events/00000000-0000-7000-8000-000000000000')).status).toBe(404);
+    expect((await head('/v1/nothing')).status).toBe((await call(`${app.url}/v1/nothing`, { key: org.key })).status);
+    // Without a key: the GET's 401.
+    expect((await new Promise<number>((resolve) => { httpRequest(`${app.url}/v1/events`, { method: 'HEAD' }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).end(); }))).toBe(401);
+  } finally {
+    await app.close();
+  }
+});
