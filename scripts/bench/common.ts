@@ -97,8 +97,8 @@ function profilerFlags(cwd: string): string[] {
  */
 export function startFlags(cwd: string): string[] {
   const start = (JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts?.start ?? '';
-  const shape = /^tsx((?: --[a-z][a-z0-9-]*=\S+)*) src\/main\.ts$/.exec(start.trim());
-  if (!shape) throw new Error(`${cwd}: npm start is "${start}"; the benchmarks know "tsx [--node-flag=value …] src/main.ts"`);
+  const shape = /^tsx((?: --[a-z][a-z0-9-]*(?:=\S+)?)*) src\/main\.ts$/.exec(start.trim());
+  if (!shape) throw new Error(`${cwd}: npm start is "${start}"; the benchmarks know "tsx [--node-flag[=value] …] src/main.ts"`);
   return (shape[1] ?? '').split(' ').filter(Boolean);
 }
 
