@@ -1,4 +1,6 @@
 /** Small HTTP helpers over fetch; every test request is a real request to the real server. */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+
 export interface ApiResponse<T = unknown> {
   status: number;
   headers: Headers;
@@ -19,6 +21,26 @@ export async function call<T = any>(
   const response = await fetch(url, { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: jsonOrText(text) as T, text };
+}
+
+/**
+ * A request through Node's own client, for what fetch will not send or hides: a TRACE (a forbidden method
+ * for fetch), an absolute-form request-target (`path` a whole URL), a HEAD's empty body, the reason phrase.
+ */
+export function rawHttp(
+  baseUrl: string,
+  options: { method: string; path: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; reason: string; headers: IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(baseUrl, { method: options.method, path: options.path, headers: options.headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', headers: res.headers, body }); });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
 }
 
 /** A response body: parsed JSON when it is JSON, else the text itself (CSV exports, plain errors). */

@@ -3,12 +3,12 @@
  * tenant's writes, get a 5xx, exhaust the service's memory, connections or database rounds, or read
  * the metrics. Each test would have caught one of the causes fixed in the hardening issue.
  */
-import { get as httpGet, request as httpRequest, type IncomingMessage } from 'node:http';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TCreateEventInput } from '../../src/domain/event';
 import { createMetricsServer } from '../../src/http/metricsServer';
 import type { ApiKeyPrincipal } from '../../src/services/auth';
-import { call, createEvent, eventBody, query } from '../helpers/api';
+import { call, createEvent, eventBody, query, rawHttp } from '../helpers/api';
 import { claimIdOf } from '../../src/db/idempotencyRepository';
 import { expectGapless } from '../helpers/cluster';
 import { MARKER_HEADER, startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
@@ -387,19 +387,9 @@ test('/trpc: TRACE is refused with 405, not a 500, and every answer carries its 
   try {
     const org = await app.org();
     // fetch refuses to send TRACE itself (a forbidden method), so does tRPC's handler when it builds one: raw HTTP.
-    const raw = (method: string, path: string) =>
-      new Promise<{ status: number; reason: string; allow: string | undefined; body: string }>((resolve, reject) => {
-        const req = httpRequest(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${org.key}` } }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (body += chunk));
-          res.on('end', () => { resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', allow: res.headers.allow, body }); });
-        });
-        req.on('error', reject);
-        req.end();
-      });
+    const raw = (method: string, path: string) => rawHttp(app.url, { method, path, headers: { authorization: `Bearer ${org.key}` } });
     const trace = await raw('TRACE', '/trpc/events.list');
-    expect({ status: trace.status, reason: trace.reason, allow: trace.allow }).toEqual({ status: 405, reason: 'Method Not Allowed', allow: 'GET, POST' });
+    expect({ status: trace.status, reason: trace.reason, allow: trace.headers.allow }).toEqual({ status: 405, reason: 'Method Not Allowed', allow: 'GET, POST' });
     expect(JSON.parse(trace.body)).toEqual({ message: 'TRACE is not supported on /trpc', code: 'METHOD_NOT_ALLOWED' });
     // tRPC sets the status itself: the reason phrase was Koa's "OK" of the 200 it starts from.
     const malformed = await raw('GET', '/trpc/events.list?input=not-json');
@@ -418,16 +408,7 @@ test('/v1 answers an event POSTed with an absolute-form request-target as it ans
     const org = await app.org();
     // fetch always sends origin-form: raw HTTP, with the request-target a proxy would send (RFC 9112 §3.2.2).
     const post = (target: string) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = httpRequest(app.url, { method: 'POST', path: target, headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' } }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (body += chunk));
-          res.on('end', () => { resolve({ status: res.statusCode ?? 0, body }); });
-        });
-        req.on('error', reject);
-        req.end(JSON.stringify(eventBody({ action: 'absolute.form' })));
-      });
+      rawHttp(app.url, { method: 'POST', path: target, headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' }, body: JSON.stringify(eventBody({ action: 'absolute.form' })) });
     const absolute = await post(`${app.url}/v1/events`);
     expect(absolute.status).toBe(201);
     const stored = (JSON.parse(absolute.body) as { event: { id: string; action: string } }).event;
@@ -447,17 +428,7 @@ test('HEAD on a /v1 resource answers as its GET does, without the body', async (
   try {
     const org = await app.org();
     const created = await createEvent(app.url, org.key);
-    const head = (path: string) =>
-      new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
-        const req = httpRequest(`${app.url}${path}`, { method: 'HEAD', headers: { authorization: `Bearer ${org.key}` } }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (body += chunk));
-          res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body }); });
-        });
-        req.on('error', reject);
-        req.end();
-      });
+    const head = (path: string) => rawHttp(app.url, { method: 'HEAD', path, headers: { authorization: `Bearer ${org.key}` } });
     for (const path of ['/v1/events', `/v1/events/${String(created.id)}`]) {
       const [got, headed] = [await call(`${app.url}${path}`, { key: org.key }), await head(path)];
       expect({ path, status: headed.status, type: headed.headers['content-type'], body: headed.body }).toEqual({ path, status: got.status, type: got.headers.get('content-type'), body: '' });
@@ -467,7 +438,7 @@ test('HEAD on a /v1 resource answers as its GET does, without the body', async (
     expect((await head('/v1/events/00000000-0000-7000-8000-000000000000')).status).toBe(404);
     expect((await head('/v1/nothing')).status).toBe((await call(`${app.url}/v1/nothing`, { key: org.key })).status);
     // Without a key: the GET's 401.
-    expect((await new Promise<number>((resolve) => { httpRequest(`${app.url}/v1/events`, { method: 'HEAD' }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).end(); }))).toBe(401);
+    expect((await rawHttp(app.url, { method: 'HEAD', path: '/v1/events' })).status).toBe(401);
   } finally {
     await app.close();
   }
