@@ -5,8 +5,9 @@ import type { Plan } from '../domain/plan';
 import type { Scope } from '../domain/apiKey';
 import type { Role } from '../domain/roles';
 import type { AuditActor, AuditResource, SelfAuditAction } from '../domain/selfAudit';
-import { hashInputOfStored, type StoredEventFields, type TEvent, toApiEvent, toApiEventJson } from '../domain/eventFields';
-import { type EventHashes, eventHashes, leafCommitOf } from '../domain/ledger/eventHash';
+import { canonicalTextOfStored, toApiEvent, toApiEventJson } from '../domain/compiledFields';
+import type { StoredEventFields, TEvent } from '../domain/eventFields';
+import { type EventHashes, eventHashesOfText, leafCommitOf } from '../domain/ledger/eventHash';
 import type { LeafCommit } from '../domain/ledger/formats';
 import type { THoldFilter } from '../domain/retention';
 
@@ -113,7 +114,7 @@ export const toEventJson: (doc: EventDoc) => string = toApiEventJson;
 
 /** The ledger's hashes of a stored event (`domain/ledger/eventHash.ts`), from the stored metadata text as it is. */
 export function eventHashesOfDoc(doc: Omit<EventDoc, 'seq' | 'month' | 'month_seq'>): EventHashes {
-  return eventHashes(hashInputOfStored(doc), doc.salt);
+  return eventHashesOfText(canonicalTextOfStored(doc), doc.salt);
 }
 
 /** What the leaf of a stored event commits to. */

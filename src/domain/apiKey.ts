@@ -39,12 +39,25 @@ export interface GeneratedApiKey {
 
 export function generateApiKey(): GeneratedApiKey {
   const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');
-  return { key, hash: hashApiKey(key), prefix: key.slice(0, 8), last4: key.slice(-4) };
+  return { key, hash: hash('sha256', key, 'hex'), prefix: key.slice(0, 8), last4: key.slice(-4) };
 }
 
+/**
+ * The hashes of keys met lately, by key: a request's key is hashed by the rate limit and again by
+ * authentication, and a key sends request after request. Bounded (emptied when full), so keys made up by
+ * strangers only cost what hashing them costs.
+ */
+const recentHashes = new Map<string, string>();
+const RECENT_HASHES_MAX = 1_000;
+
 export function hashApiKey(key: string): string {
-  // The one-shot form: every request hashes its key (the rate limit, then authentication).
-  return hash('sha256', key, 'hex');
+  let hashed = recentHashes.get(key);
+  if (hashed === undefined) {
+    hashed = hash('sha256', key, 'hex');
+    if (recentHashes.size >= RECENT_HASHES_MAX) recentHashes.clear();
+    recentHashes.set(key, hashed);
+  }
+  return hashed;
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;

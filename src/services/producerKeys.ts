@@ -55,6 +55,8 @@ export function checkedProducerKey(text: string): { text: string; key: KeyObject
 export class ProducerKeys {
   /** Settled keys, by key id: the producer key, or null (unsigned events); a pending settlement shared. */
   private readonly settled = new Map<string, Promise<Bound | null>>();
+  /** The same once settled, read without waiting: most events' keys are settled, and a check of one need not wait a turn. */
+  private readonly known = new Map<string, Bound | null>();
 
   constructor(
     private readonly claims: ProducerClaimStore,
@@ -65,13 +67,22 @@ export class ProducerKeys {
   /**
    * Refuses events that do not carry what their key owes: a valid signature from a bound key, none from
    * any other. `field(i)`: the request path of the i-th event (`events[i]`, or '' for a single one).
+   * A settled key is checked at once (it throws, or returns nothing); another once it is settled (a promise).
    */
-  async check(tenant: string, keyId: string, contents: readonly EventContent[], field: (i: number) => string): Promise<void> {
+  check(tenant: string, keyId: string, contents: readonly EventContent[], field: (i: number) => string): Promise<void> | undefined {
+    const known = this.known.get(keyId);
+    if (known !== undefined) {
+      this.refuseUnowed(contents, known, field);
+      return undefined;
+    }
     // Signed events never settle a key as unsigned: a producer that signs before its key is bound is
     // refused, and its key can still be bound.
     const signs = contents.some((content) => content.producer_signature !== undefined);
-    const bound = await this.claimOf(tenant, keyId, !signs);
-    // Every event that owes something is named (as validation names fields), under the first one's message.
+    return this.claimOf(tenant, keyId, !signs).then((bound) => this.refuseUnowed(contents, bound, field));
+  }
+
+  /** Throws for the events that do not carry what `bound` asks of them: every one named (as validation names fields), under the first one's message. */
+  private refuseUnowed(contents: readonly EventContent[], bound: Bound | null, field: (i: number) => string): void {
     const refused: { field: string; message: string }[] = [];
     contents.forEach((content, i) => {
       const problem = this.problemOf(content, bound);
@@ -117,6 +128,7 @@ export class ProducerKeys {
     if (!claim) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
     if (claim.producer_key !== text) throw new AppError('PRODUCER_KEY_CONFLICT', PRODUCER_MESSAGES.conflict);
     this.settled.set(keyId, Promise.resolve({ text, key }));
+    this.known.set(keyId, { text, key });
     if (logged.length === 0) await record(doc.name, text);
     return { api_key_id: keyId, producer_key: text };
   }
@@ -154,7 +166,12 @@ export class ProducerKeys {
         return boundOf(await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: logged ?? null, at: this.clock.now() }));
       })();
       this.settled.set(keyId, settled);
-      settled.catch(() => this.settled.delete(keyId));
+      settled.then(
+        (bound) => {
+          if (this.settled.get(keyId) === settled) this.known.set(keyId, bound);
+        },
+        () => this.settled.delete(keyId),
+      );
     }
     return settled;
   }

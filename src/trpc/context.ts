@@ -47,6 +47,14 @@ export interface Context {
   answer: { replayed: boolean };
 }
 
+/**
+ * `Context.authenticateNow`. Made here rather than written in the context's literal, where the compiler
+ * (tsx keeps functions' names) would name the new function with a call per request.
+ */
+function lookupNow(services: Pick<HttpServices, 'auth'>, header: string | undefined): () => Promise<AuthResult> {
+  return () => services.auth.authenticate(header, 'read');
+}
+
 /** `type` is what tRPC and trpc-to-openapi report for the call: mutations write, anything else reads. */
 export async function createContext(
   services: Pick<HttpServices, 'api' | 'auth'>,
@@ -62,7 +70,7 @@ export async function createContext(
     requestId,
     web,
     auth: await services.auth.authenticate(req.headers.authorization, purpose),
-    authenticateNow: () => services.auth.authenticate(req.headers.authorization, 'read'),
+    authenticateNow: lookupNow(services, req.headers.authorization),
     bearer: bearerToken(req.headers.authorization),
     idempotencyKeyHeader: Array.isArray(idempotencyKeyHeader) ? idempotencyKeyHeader.join(', ') : idempotencyKeyHeader,
     answer: { replayed: false },

@@ -37,7 +37,11 @@ export interface EventHashes {
 
 /** The event's hashes, from one canonical text: a salt makes its leaf a v2 leaf. Throws on a malformed salt. */
 export function eventHashes(fields: Readonly<Record<string, unknown>>, salt: string | undefined): EventHashes {
-  const text = canonicalEventText(fields);
+  return eventHashesOfText(canonicalEventText(fields), salt);
+}
+
+/** `eventHashes` of the event whose canonical text (`canonicalEventText`) is `text`. */
+export function eventHashesOfText(text: string, salt: string | undefined): EventHashes {
   const sha = hash('sha256', text, 'hex');
   if (salt === undefined) return { event_sha256: sha };
   if (!isSalt(salt)) throw new TypeError('a salt is 64 lowercase hex digits');
