@@ -92,7 +92,7 @@ function profilerFlags(cwd: string): string[] {
 
 /**
  * The Node flags the checkout at `cwd` starts its service with: those its `npm start` gives tsx before
- * `src/main.ts` (a young generation's size, since `efb9e5b`), so that each checkout is measured as it is
+ * `src/main.ts` (a young generation's size since `efb9e5b`, allocation-site pretenuring off since 2026-11-29), so that each checkout is measured as it is
  * run. A start script of another shape is refused rather than guessed at (its flags would be lost).
  */
 export function startFlags(cwd: string): string[] {
