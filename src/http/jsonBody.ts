@@ -82,8 +82,19 @@ async function readText(ctx: ParameterizedContext<AppState>, limit: number): Pro
   }
 }
 
+/**
+ * `ctx.is('application/json')`, answered at once for the header every client sends with a body whose
+ * length it gives (`Content-Type: application/json`, a Content-Length of digits): type-is would parse the
+ * header and match it, which was 1% of the CPU of an event. Anything else is type-is's to judge.
+ */
+function isJson(ctx: ParameterizedContext<AppState>): boolean {
+  const { headers } = ctx.req;
+  if (headers['content-type'] === 'application/json' && /^[0-9]+$/.test(headers['content-length'] ?? '')) return true;
+  return Boolean(ctx.is('application/json'));
+}
+
 export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit: number): Promise<Record<string, unknown>> {
-  if (!ctx.is('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  if (!isJson(ctx)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   normalizeContentEncoding(ctx.req);
   let text: string;
   try {

@@ -52,11 +52,20 @@ export class Ingest {
     return { ...this.writer.stats, forwarded: this.forwarder.forwarded, liveInstances: this.instances.liveCount };
   }
 
-  /** Stores a write unit, here or at its organization's writer (EventWriter.write); resolves once all are durable. */
-  async write(unit: KeyedWriteUnit): Promise<StoredEvent[]> {
-    if (unit.drafts.length === 0) return [];
+  /**
+   * Stores a write unit, here or at its organization's writer (EventWriter.write); resolves once all are
+   * durable. Not an async function: a unit written here gets the writer's own promise, not one more
+   * wrapped around it.
+   */
+  write(unit: KeyedWriteUnit): Promise<StoredEvent[]> {
+    if (unit.drafts.length === 0) return Promise.resolve([]);
     const owner = this.instances.ownerOf(unitTenant(unit));
     if (owner === this.instances.self) return this.writer.write(unit);
+    return this.forwarded(owner, unit);
+  }
+
+  /** `write` at the instance that writes the unit's organization, or here when it cannot be reached. */
+  private async forwarded(owner: Parameters<Forwarder['forward']>[0], unit: KeyedWriteUnit): Promise<StoredEvent[]> {
     let placed;
     try {
       placed = await this.forwarder.forward(owner, unit);

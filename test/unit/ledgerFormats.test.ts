@@ -72,6 +72,8 @@ describe('canonical JSON and what the ledger hashes', () => {
     expect(canonicalJson([1e30, 4.5e-7, -0, 0.000001, 1e21, 333333333.3333333])).toBe('[1e+30,4.5e-7,0,0.000001,1e+21,333333333.3333333]');
     expect(canonicalJson('\u2028\u0000\u007f"\\')).toBe('"\u2028\\u0000\u007f\\"\\\\"');
     expect(() => canonicalJson({ bad: '\ud800' })).toThrow();
+    expect(() => canonicalJson({ '\udc00key': 1 })).toThrow('Lone surrogate');
+    expect(canonicalJson({ '\ud83d\ude00': ['\ud83d\ude00'] })).toBe('{"😀":["😀"]}');
   });
 
   test('the written-out forms equal the canonicalizer\'s: stored events\' hashes and leaves', () => {
