@@ -45,17 +45,20 @@ export function generateApiKey(): GeneratedApiKey {
 /**
  * The hashes of keys met lately, by key: a request's key is hashed by the rate limit and again by
  * authentication, and a key sends request after request. Bounded (emptied when full), so keys made up by
- * strangers only cost what hashing them costs.
+ * strangers only cost what hashing them costs. Only what has a key's shape is kept, as a copy of its own:
+ * a token is cut out of its header, and V8's cut string keeps the whole header (up to 16 KB) alive.
  */
 const recentHashes = new Map<string, string>();
 const RECENT_HASHES_MAX = 1_000;
 
 export function hashApiKey(key: string): string {
-  let hashed = recentHashes.get(key);
-  if (hashed === undefined) {
-    hashed = hash('sha256', key, 'hex');
+  const known = recentHashes.get(key);
+  if (known !== undefined) return known;
+  const hashed = hash('sha256', key, 'hex');
+  if (looksLikeApiKey(key)) {
     if (recentHashes.size >= RECENT_HASHES_MAX) recentHashes.clear();
-    recentHashes.set(key, hashed);
+    // A key's characters are ASCII: its latin1 bytes are its characters, read back as a new string.
+    recentHashes.set(Buffer.from(key, 'latin1').toString('latin1'), hashed);
   }
   return hashed;
 }

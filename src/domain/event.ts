@@ -149,9 +149,18 @@ export const ZCreateBatchRequest = z
   )
   .meta({ id: 'CreateEventBatchInput' });
 
+/**
+ * Metadata as the API shows it: the stored object passed through as it is. `z.record` would rebuild it
+ * and drop a `__proto__` key (a /trpc create body may hold one; /v1 refuses it at the door), so the
+ * answer would differ from the text the ledger hashed. Documented as the record it is.
+ */
+const ZMetadataShown = z
+  .custom<Record<string, unknown>>(isJsonObject, { error: 'must be a JSON object' })
+  .meta({ override: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} } });
+
 /** A field's schema in the API form, by its kind (src/domain/eventFields.ts). */
 function apiSchema(field: EventField): z.ZodType {
-  const base = field.kind === 'json' ? z.record(z.string(), z.unknown()) : field.omitWhenNull ? z.string().optional() : field.kind === 'optionalText' ? z.string().nullable() : z.string();
+  const base = field.kind === 'json' ? ZMetadataShown : field.omitWhenNull ? z.string().optional() : field.kind === 'optionalText' ? z.string().nullable() : z.string();
   const meta = { ...(field.description ? { description: field.description } : {}), ...(field.examples ? { examples: [...field.examples] } : {}) };
   return Object.keys(meta).length ? base.meta(meta) : base;
 }

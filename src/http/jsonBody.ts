@@ -93,8 +93,20 @@ function isJson(ctx: ParameterizedContext<AppState>): boolean {
   return Boolean(ctx.is('application/json'));
 }
 
+/**
+ * Media types are case-insensitive (RFC 9110 §8.3.1), and type-is matches them so, but the REST adapter
+ * that the body goes on to looks for `application/json` exactly: `Application/JSON` would pass here and
+ * get the adapter's own 415. The type is handed on as it is meant, its parameters as they were.
+ */
+function normalizeContentType(req: IncomingMessage): void {
+  const given = req.headers['content-type'];
+  if (given === undefined || given.startsWith('application/json')) return;
+  req.headers['content-type'] = given.replace(/^[^;]*/, (type) => type.trim().toLowerCase());
+}
+
 export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit: number): Promise<Record<string, unknown>> {
   if (!isJson(ctx)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  normalizeContentType(ctx.req);
   normalizeContentEncoding(ctx.req);
   let text: string;
   try {

@@ -1,5 +1,7 @@
 /** POST /v1/events: the happy path and every error the spec and the issue name. */
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { canonicalJson } from '../../src/domain/ledger/formats';
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 
@@ -105,6 +107,12 @@ describe('creating an event', () => {
     expect(res.body.event.actor_id).toBe('user_123');
   });
 
+  test.each(['Application/JSON', 'APPLICATION/JSON; charset=UTF-8', ' application/Json '])('Content-Type %j is application/json too (media types ignore case)', async (type) => {
+    const res = await call(events, { key: org.key, rawBody: JSON.stringify(eventBody()), headers: { 'content-type': type } });
+    expect(res.status).toBe(201);
+    expect(res.body.event.actor_id).toBe('user_123');
+  });
+
   test('null optional fields count as not given', async () => {
     const res = await call(events, {
       key: org.key,
@@ -153,6 +161,19 @@ describe('creating an event', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ message: 'Request body must not contain "__proto__" or "constructor.prototype" keys', code: 'VALIDATION_FAILED' });
     expect(await app.collections.events.countDocuments({ tenant: org.id })).toBe(before);
+  });
+
+  test('through /trpc (which parses its own bodies) a metadata "__proto__" key is kept: every answer shows the event the ledger hashed', async () => {
+    const rawBody = '{"actor":{"id":"a"},"action":"a.b","resource":{"type":"t","id":"i"},"metadata":{"__proto__":{"p":1},"k":1}}';
+    const created = await call(`${app.url}/trpc/events.create`, { key: org.key, rawBody });
+    expect(created.status).toBe(200);
+    const { event, ledger } = created.body.result.data;
+    const read = await call(`${events}/${event.id as string}`, { key: org.key });
+    for (const shown of [event, read.body]) {
+      // As text: JSON.parse keeps "__proto__" as the object's own key, and so does JSON.stringify.
+      expect(JSON.stringify(shown.metadata)).toBe('{"__proto__":{"p":1},"k":1}');
+      expect(createHash('sha256').update(canonicalJson(shown)).digest('hex')).toBe(ledger.event_sha256);
+    }
   });
 });
 

@@ -1,8 +1,10 @@
-/** Pure functions of the domain: time parsing, cursors, CSV cells, configuration. */
+/** Pure functions of the domain: time parsing, cursors, CSV cells, configuration, API keys' hashes. */
+import { createHash } from 'node:crypto';
 import { TRPCError } from '@trpc/server';
 import { z, type ZodError } from 'zod';
 import { loadConfig } from '../../src/config/env';
 import { toAppError } from '../../src/trpc/errors';
+import { bearerToken, hashApiKey } from '../../src/domain/apiKey';
 import { decodeCursor, encodeCursor } from '../../src/domain/cursor';
 import { parseIsoDateTime, parseRangeBound, utcMonth } from '../../src/domain/time';
 import { formatCsvCell } from '../../src/export/csvCell';
@@ -103,4 +105,15 @@ test('a schema refusing the input is the client\'s 400; refusing the output is t
   const issues = z.object({ days: z.number() }).safeParse({}).error as ZodError;
   expect(toAppError(new TRPCError({ code: 'BAD_REQUEST', cause: issues })).code).toBe('VALIDATION_FAILED');
   expect(toAppError(new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: 'Output validation failed', cause: issues })).code).toBe('INTERNAL_ERROR');
+});
+
+describe('hashApiKey', () => {
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+  test('the SHA-256 of what it is given, the first time and from its memo, for keys and for anything else', () => {
+    const key = `alk_${'A'.repeat(43)}`;
+    // A key cut out of a long header (as bearerToken gives it) is the same key.
+    const cut = bearerToken(`Bearer ${' '.repeat(5000)}${key}`) as string;
+    for (const text of [key, key, cut, 'not a key', 'not a key', 'Ā', '\u0000', '\ud800']) expect(hashApiKey(text)).toBe(sha256(text));
+  });
 });
