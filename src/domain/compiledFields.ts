@@ -34,7 +34,7 @@ function key(name: string): string {
 /** The stored value of `field` in `d`, as code. */
 const storedOf = (field: EventField) => `d[${key(field.stored)}]`;
 
-/** `apiValue(field, <stored value>, parseJson)` as code (the value read once). */
+/** `apiValue(field, <stored value>, parseJson)` as code, reading the value from `d`. */
 function apiValueCode(field: EventField, parseJson: boolean): string {
   if (field.kind === 'time') return `${storedOf(field)}.toISOString()`;
   if (field.kind === 'json') return parseJson ? `JSON.parse(${storedOf(field)})` : storedOf(field);
