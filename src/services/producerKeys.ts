@@ -53,10 +53,12 @@ export function checkedProducerKey(text: string): { text: string; key: KeyObject
 }
 
 export class ProducerKeys {
-  /** Settled keys, by key id: the producer key, or null (unsigned events); a pending settlement shared. */
-  private readonly settled = new Map<string, Promise<Bound | null>>();
-  /** The same once settled, read without waiting: most events' keys are settled, and a check of one need not wait a turn. */
-  private readonly known = new Map<string, Bound | null>();
+  /**
+   * Settled keys, by key id: the producer key, or null (unsigned events). While a key settles, its pending
+   * settlement, shared; replaced by what it found once it is found, so that checking a settled key (most
+   * events' keys) need not wait a turn.
+   */
+  private readonly settled = new Map<string, Bound | null | Promise<Bound | null>>();
 
   constructor(
     private readonly claims: ProducerClaimStore,
@@ -70,9 +72,9 @@ export class ProducerKeys {
    * A settled key is checked at once (it throws, or returns nothing); another once it is settled (a promise).
    */
   check(tenant: string, keyId: string, contents: readonly EventContent[], field: (i: number) => string): Promise<void> | undefined {
-    const known = this.known.get(keyId);
-    if (known !== undefined) {
-      this.refuseUnowed(contents, known, field);
+    const settled = this.settled.get(keyId);
+    if (settled !== undefined && !(settled instanceof Promise)) {
+      this.refuseUnowed(contents, settled, field);
       return undefined;
     }
     // Signed events never settle a key as unsigned: a producer that signs before its key is bound is
@@ -127,8 +129,7 @@ export class ProducerKeys {
     const claim = await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: text, at: this.clock.now() });
     if (!claim) throw new AppError('API_KEY_NOT_FOUND', ACCOUNT_MESSAGES.apiKeyNotFound);
     if (claim.producer_key !== text) throw new AppError('PRODUCER_KEY_CONFLICT', PRODUCER_MESSAGES.conflict);
-    this.settled.set(keyId, Promise.resolve({ text, key }));
-    this.known.set(keyId, { text, key });
+    this.settled.set(keyId, { text, key });
     if (logged.length === 0) await record(doc.name, text);
     return { api_key_id: keyId, producer_key: text };
   }
@@ -147,7 +148,7 @@ export class ProducerKeys {
    */
   private async claimOf(tenant: string, keyId: string, settleUnsigned: boolean): Promise<Bound | null> {
     const cached = this.settled.get(keyId);
-    if (cached) return cached;
+    if (cached !== undefined) return cached;
     if (!settleUnsigned) {
       const found = await this.claims.find(tenant, keyId);
       if (found === undefined && (await this.claims.loggedBindings(tenant, keyId)).length === 0) return null;
@@ -156,24 +157,24 @@ export class ProducerKeys {
   }
 
   /** Settles the key (the claim found, the log's binding, or unsigned), once per process: a pending settlement is shared, a failed one forgotten. */
-  private settle(tenant: string, keyId: string): Promise<Bound | null> {
-    let settled = this.settled.get(keyId);
-    if (!settled) {
-      settled = (async () => {
-        const found = await this.claims.find(tenant, keyId);
-        if (found !== undefined) return boundOf(found);
-        const [logged] = await this.claims.loggedBindings(tenant, keyId);
-        return boundOf(await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: logged ?? null, at: this.clock.now() }));
-      })();
-      this.settled.set(keyId, settled);
-      settled.then(
-        (bound) => {
-          if (this.settled.get(keyId) === settled) this.known.set(keyId, bound);
-        },
-        () => this.settled.delete(keyId),
-      );
-    }
-    return settled;
+  private async settle(tenant: string, keyId: string): Promise<Bound | null> {
+    const known = this.settled.get(keyId);
+    if (known !== undefined) return known;
+    const settling = (async () => {
+      const found = await this.claims.find(tenant, keyId);
+      if (found !== undefined) return boundOf(found);
+      const [logged] = await this.claims.loggedBindings(tenant, keyId);
+      return boundOf(await this.claims.settle({ _id: keyId, org_id: tenant, producer_key: logged ?? null, at: this.clock.now() }));
+    })();
+    this.settled.set(keyId, settling);
+    settling.then(
+      (bound) => {
+        // Unless a binding made here meanwhile put its key in its place.
+        if (this.settled.get(keyId) === settling) this.settled.set(keyId, bound);
+      },
+      () => this.settled.delete(keyId),
+    );
+    return settling;
   }
 }
 
