@@ -34,6 +34,9 @@ function key(name: string): string {
 /** The stored value of `field` in `d`, as code. */
 const storedOf = (field: EventField) => `d[${key(field.stored)}]`;
 
+/** That `value` (code) is neither null nor absent, as code: an omissible field is written only then (`leftOut`). */
+const presentCode = (value: string) => `${value} !== null && ${value} !== undefined`;
+
 /** `apiValue(field, <stored value>, parseJson)` as code, reading the value from `d`. */
 function apiValueCode(field: EventField, parseJson: boolean): string {
   if (field.kind === 'time') return `${storedOf(field)}.toISOString()`;
@@ -59,7 +62,7 @@ function objectCode(properties: readonly Property[]): string {
   const lines = [`const o = { ${literal.map((p) => `${key(p.name)}: ${p.value}`).join(', ')} };`];
   for (const p of rest) {
     const assign = `o[${key(p.name)}] = ${p.value};`;
-    lines.push(p.present === undefined ? assign : `if (${p.present} !== null && ${p.present} !== undefined) ${assign}`);
+    lines.push(p.present === undefined ? assign : `if (${presentCode(p.present)}) ${assign}`);
   }
   return `${lines.join('\n')}\nreturn o;`;
 }
@@ -88,7 +91,7 @@ export function compileFields(table: readonly EventField[]): CompiledFields {
       // `"name":` as it is written by the loops (the name's characters as they are).
       const append = `t += ${separator} + ${JSON.stringify(`"${f.api}":`)} + ${jsonOf(f)};`;
       if (f.omitWhenNull === true) {
-        lines.push(`if (${storedOf(f)} !== null && ${storedOf(f)} !== undefined) ${append}`);
+        lines.push(`if (${presentCode(storedOf(f))}) ${append}`);
         if (written === 'none') written = 'maybe';
       } else {
         lines.push(append);
