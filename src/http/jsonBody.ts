@@ -104,16 +104,6 @@ export function bodyAtHand(req: IncomingMessage, limit: number): string | null {
 }
 
 /**
- * The body as text. The middleware runs within the parser's 'request' event, before the parser has
- * pushed the rest of what came in the same read (a small request's body): that is in the request's
- * buffer once the microtasks queued meanwhile run, not before.
- */
-async function bodyText(ctx: ParameterizedContext<AppState>, limit: number): Promise<string> {
-  await Promise.resolve();
-  return bodyAtHand(ctx.req, limit) ?? readText(ctx, limit);
-}
-
-/**
  * `ctx.is('application/json')`, answered at once for the header every client sends with a body whose
  * length it gives (`Content-Type: application/json`, a Content-Length of digits): type-is would parse the
  * header and match it, which was 1% of the CPU of an event. Anything else is type-is's to judge.
@@ -141,7 +131,11 @@ export async function readJsonObject(ctx: ParameterizedContext<AppState>, limit:
   normalizeContentEncoding(ctx.req);
   let text: string;
   try {
-    text = await bodyText(ctx, limit);
+    // The middleware runs within the parser's 'request' event, before the parser has pushed the rest of
+    // what came in the same read (a small request's body): that is in the request's buffer once the
+    // microtasks queued meanwhile have run, not before.
+    await Promise.resolve();
+    text = bodyAtHand(ctx.req, limit) ?? (await readText(ctx, limit));
   } catch (error) {
     // The rest of a body that was not read to its end (too large; not what its Content-Encoding says) would
     // hold the connection: Node discards an unread body only when nothing has been piped from it.
