@@ -125,6 +125,8 @@ async function main(): Promise<void> {
     { port: ports.port, url, metricsPort: ports.metricsPort, internalPort: ports.internalPort, database: database.kind },
     `Audit Ledger listening on ${url}: open it for the dashboard (API reference: ${url}/docs; metrics: http://${config.metricsHost}:${ports.metricsPort}/metrics)`,
   );
+  // Process managers and scripts wait for this line: it goes out now, not with the next lines (logger.ts).
+  log.flush();
 
   if ((await parts.stores.orgs.list()).length === 0) {
     process.stderr.write(

@@ -13,6 +13,7 @@ import fc from 'fast-check';
 import { bodyAtHand } from '../../src/http/jsonBody';
 import { eventBody } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
+import { pace } from '../helpers/waiting';
 
 /** What co-body reads from the same bytes: the text the service read before bodyAtHand existed. */
 function coBodyText(bytes: Buffer, limit: number): Promise<string> {
@@ -34,7 +35,7 @@ async function rawRequest(port: number, pieces: (string | Buffer)[], gapMs = 0):
     });
   });
   for (const [i, piece] of pieces.entries()) {
-    if (i > 0 && gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+    if (i > 0 && gapMs > 0) await pace(gapMs, 'each piece of the request in a read of its own: the body still arriving when the request begins');
     socket.write(piece);
   }
   await answered;

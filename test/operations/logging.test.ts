@@ -1,6 +1,8 @@
 /** Logs are structured, carry a request id, and never contain an API key. */
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
+import { type ServerProcess, startServerProcess } from '../helpers/processes';
+import { eventually } from '../helpers/waiting';
 
 const lines: string[] = [];
 let app: TestApp;
@@ -45,4 +47,29 @@ test('an invitation link\'s token is not logged with its path', async () => {
   expect(lines.join('\n')).not.toContain('InvitationSecret');
   const paths = lines.map((line) => JSON.parse(line) as { msg: string; path?: string }).filter((e) => e.msg === 'request').map((e) => e.path);
   expect(paths.filter((path) => path === '/invite/[redacted]')).toHaveLength(7);
+});
+
+describe('the log of a service process (stdout, JSON)', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServerProcess({ MONGODB_URI: process.env.MONGODB_URI ?? '', MONGODB_DB: app.dbName });
+  });
+  afterAll(() => server.stop());
+
+  const requestLines = (stdout: string, id: string) =>
+    stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string; requestId?: string }).filter((e) => e.msg === 'request' && e.requestId?.startsWith(id));
+
+  // Lines are gathered before they are written (src/logger.ts): none may wait for more traffic, nor be lost at exit.
+  test('a request line is written while the service is idle after it', async () => {
+    expect((await call(`${server.url}/healthz`, { headers: { 'x-request-id': 'idle-1' } })).status).toBe(200);
+    await eventually('the idle request\'s line', () => requestLines(server.output().stdout, 'idle-1').length === 1, 10_000);
+  });
+
+  test('every line logged before the process exits is written, the last ones too', async () => {
+    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => call(`${server.url}/healthz`, { headers: { 'x-request-id': `exit-${i}` } }).then((r) => r.status)));
+    expect(statuses.every((status) => status === 200)).toBe(true);
+    await server.stop();
+    expect(requestLines(server.output().stdout, 'exit-')).toHaveLength(30);
+    expect(server.output().stdout).toContain('"msg":"shutting down"');
+  });
 });
