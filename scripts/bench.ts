@@ -13,6 +13,7 @@ import { MongoClient } from 'mongodb';
 import { collections } from '../src/db/database';
 import { costFigures, costLines, measureCostPairs } from './bench/costOfOneEvent';
 import { rawInsert } from './bench/rawInsert';
+import { measureWarmUp, warmUpLines } from './bench/warmUp';
 import { BATCH_SIZE, measureBatchIngest } from './bench/batchIngest';
 import { measureFerretReads } from './bench/ferretReads';
 import { measureProofLatency } from './bench/proofLatency';
@@ -71,6 +72,17 @@ async function main(): Promise<void> {
     // Only the cost of one event's pairs (issue 39): a few minutes instead of the whole run.
     const pairs = await measureCostPairs(uri, `${dbName}_cost`, costPairs);
     const lines = [await runHeading(uri, '`BENCH_ONLY=cost npm run bench`'), '', ...costLines(pairs)];
+    recordBenchmark(lines);
+    console.log(`\n${lines.join('\n')}`);
+    await client.close();
+    await memoryServer?.stop();
+    return;
+  }
+
+  if (process.env.BENCH_ONLY === 'warmup') {
+    // How the CPU per event falls while V8 compiles a fresh process's hot code (issue 39).
+    const result = await measureWarmUp(uri, `${dbName}_warmup`, Number(process.env.BENCH_WARMUP_WINDOWS ?? 9));
+    const lines = [await runHeading(uri, '`BENCH_ONLY=warmup npm run bench`'), '', ...warmUpLines(result)];
     recordBenchmark(lines);
     console.log(`\n${lines.join('\n')}`);
     await client.close();
