@@ -4,8 +4,9 @@
  *
  * Creates queue per organization (tenant). While one round is being written the next gathers, and each
  * round takes a fair share of every waiting tenant's queue (so one tenant's flood cannot push the others
- * out), checks the keys of all of them in one query (their caps are read at most once a minute), and
- * writes them in one ordered `insertMany` with a journaled, majority write concern. No caller is
+ * out), checks their keys (against a revocation mark read at most every 250 ms: db/apiKeyRepository.ts,
+ * `ActiveKeys`) and caps (read at most once a minute), and writes them in one ordered `insertMany` with
+ * a journaled, majority write concern. No caller is
  * answered before the write that holds its event has been acknowledged.
  *
  * Every event takes the next per-tenant sequence number (`seq`), and the unique index on (tenant, seq)

@@ -97,6 +97,27 @@ describe('authentication messages', () => {
     }
   });
 
+  test('a key revoked at another instance stores nothing from the moment the revocation answers', async () => {
+    // Writers read the revocation mark at most every REVOCATION_MARK_LEASE_MS, and a revocation answers only
+    // after that long: a write right after it, at an instance whose writer read the mark a moment before,
+    // is refused. Stopped clocks keep both instances' write shortcuts warm: only the writer can refuse.
+    const frozen = new Date();
+    const first = await startTestApp({ label: 'lease-a', clock: { now: () => frozen } });
+    const second = await startTestApp({ label: 'lease-b', clock: { now: () => frozen }, sharedDbName: first.dbName });
+    try {
+      const o = await first.org();
+      for (const app of [first, second]) expect((await call(`${app.url}/v1/events`, { key: o.key, body: eventBody() })).status).toBe(201);
+      const before = await first.collections.events.countDocuments({ tenant: o.id });
+      await first.services.stores.apiKeys.revoke(o.keyId, frozen);
+      const writes = await Promise.all([first, second, second, first].map((app) => call(`${app.url}/v1/events`, { key: o.key, body: eventBody() })));
+      for (const res of writes) expect(res.body).toEqual({ message: 'Invalid API key', code: 'INVALID_API_KEY' });
+      expect(await first.collections.events.countDocuments({ tenant: o.id })).toBe(before);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
   test('a key revoked elsewhere while the write shortcut holds it can make no other change: streams, pauses', async () => {
     // Revoked by the operator's command line (another process): this instance's shortcut still holds the
     // key, and only event writes, which the writer checks again, may use it.
