@@ -40,10 +40,22 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     return pino(options, pretty({ destination: 1, sync: true, colorize: tty, ignore: 'pid,hostname,service' }));
   }
   // Asynchronous, gathered writes to stdout: lines go out together once 4 KiB of them (twenty-odd request
-  // lines) wait, or every LOG_FLUSH_MS. Written as they came, a service answering a request every half
-  // millisecond made one write per request line, each a round through libuv's thread pool and a wake-up
-  // of the event loop when it ended. pino writes what waits when the process exits (also by
-  // process.exit or an uncaught error); a process killed outright (SIGKILL, out of memory) loses at most
-  // the last LOG_FLUSH_MS of lines. The start-up line is flushed at once (main.ts).
-  return pino(options, pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS }));
+  // lines) wait, or at the next tick of a LOG_FLUSH_MS timer. Written as they came, a service answering a
+  // request every half millisecond made one write per request line, each a round through libuv's thread
+  // pool and a wake-up of the event loop when it ended. pino writes what waits, synchronously, when the
+  // process exits (SIGTERM, SIGINT, process.exit, an uncaught error); a process ended by another signal
+  // or killed outright (SIGKILL, out of memory) loses what waits. The start-up line is flushed (main.ts).
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS });
+  // That last write may find no reader (`npm start | viewer` ended by Ctrl-C): nothing more can be written
+  // then, and the process must still exit (sonic-boom retried EPIPE for ever: patches/sonic-boom+4.2.1.patch
+  // makes it throw).
+  const flushSync = stdout.flushSync.bind(stdout);
+  stdout.flushSync = () => {
+    try {
+      flushSync();
+    } catch {
+      // stdout is gone
+    }
+  };
+  return pino(options, stdout);
 }

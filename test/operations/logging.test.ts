@@ -1,7 +1,8 @@
 /** Logs are structured, carry a request id, and never contain an API key. */
 import { call, eventBody } from '../helpers/api';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
-import { type ServerProcess, startServerProcess } from '../helpers/processes';
+import { spawn } from 'node:child_process';
+import { ROOT, type ServerProcess, startServerProcess } from '../helpers/processes';
 import { eventually } from '../helpers/waiting';
 
 const lines: string[] = [];
@@ -72,4 +73,25 @@ describe('the log of a service process (stdout, JSON)', () => {
     expect(requestLines(server.output().stdout, 'exit-')).toHaveLength(30);
     expect(server.output().stdout).toContain('"msg":"shutting down"');
   });
+});
+
+test('a process whose log reader is gone still exits, with lines waiting to be written', async () => {
+  // `npm start | viewer` ended by Ctrl-C: the viewer goes first, and the lines that wait at exit have nowhere
+  // to go. The logger writes them synchronously at exit; it must give up on a broken pipe, not retry it.
+  const script = [
+    "const { createLogger } = require('./src/logger');",
+    "const log = createLogger('info');",
+    "process.stdin.once('data', () => { log.info('the last line'); process.exit(0); });",
+    "process.stderr.write('ready\\n');",
+  ].join('\n');
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { cwd: ROOT, env: { ...process.env, LOG_FORMAT: 'json' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  try {
+    await new Promise<void>((resolve) => child.stderr.once('data', () => resolve()));
+    child.stdout.destroy();
+    child.stdin.write('exit\n');
+    await eventually('the process to exit', () => child.exitCode !== null || child.signalCode !== null, 20_000);
+    expect(child.exitCode).toBe(0);
+  } finally {
+    child.kill('SIGKILL');
+  }
 });
