@@ -10,8 +10,10 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import coBody from 'co-body';
 import fc from 'fast-check';
-import { bodyAtHand } from '../../src/http/jsonBody';
+import { bodyAtHand, readJsonObject } from '../../src/http/jsonBody';
 import { eventBody } from '../helpers/api';
+import type { ParameterizedContext } from 'koa';
+import type { AppState } from '../../src/http/appState';
 import { startTestApp, type TestApp, type TestOrg } from '../helpers/harness';
 import { pace } from '../helpers/waiting';
 
@@ -105,6 +107,30 @@ describe('a body taken from the buffer', () => {
     await rawRequest(port, [head('/', 7, 'Content-Encoding: Identity\r\n') + '{"a":1}']);
     expect(found).toBe('{"a":1}');
   });
+});
+
+test('readJsonObject takes a body that came with its headers from the buffer, and reads one still arriving through co-body', async () => {
+  const read = jest.spyOn(coBody, 'text');
+  const results: { value: unknown; throughCoBody: boolean }[] = [];
+  const server = createServer((req, res) => {
+    const ctx = { req, get: (name: string) => req.headers[name.toLowerCase()] ?? '', is: () => 'application/json', set: () => undefined } as unknown as ParameterizedContext<AppState>;
+    const calls = read.mock.calls.length;
+    void readJsonObject(ctx, 1000).then((value) => {
+      results.push({ value, throughCoBody: read.mock.calls.length > calls });
+      res.end('{}');
+    });
+  });
+  try {
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    await rawRequest(port, [head('/', 7) + '{"a":1}']);
+    await rawRequest(port, [head('/', 7), '{"a":', '1}'], 100);
+    expect(results).toEqual([{ value: { a: 1 }, throughCoBody: false }, { value: { a: 1 }, throughCoBody: true }]);
+  } finally {
+    read.mockRestore();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 describe('POST /v1/events, however its body arrives', () => {
