@@ -89,8 +89,11 @@ export class OrgApiKeys {
 }
 
 /**
- * How long a writer trusts a revocation mark it read (ms, by the monotonic clock, from before the read
- * was sent): `ActiveKeys` reads it at most this often instead of before every round.
+ * How long a writer trusts a revocation mark it read (ms, from before the read was sent, by the
+ * monotonic clock and by the wall clock both: a host suspended, or a virtual machine paused, may stop
+ * one of them): `ActiveKeys` reads it at most this often instead of before every round. The guarantee
+ * also needs a read sent after the mark's write was acknowledged to see it (a primary, as the service
+ * reads by default; not a secondary chosen in MONGODB_URI's readPreference).
  */
 export const REVOCATION_MARK_LEASE_MS = 250;
 /**
@@ -116,6 +119,22 @@ async function markRevocation(c: Collections): Promise<void> {
   for (const until = performance.now() + REVOCATION_SETTLE_MS; performance.now() < until; ) await sleep(until - performance.now());
 }
 
+/** The two clocks a lease is timed by (ms). */
+export interface LeaseClocks {
+  monotonic: () => number;
+  wall: () => number;
+}
+type LeaseTimes = { monotonic: number; wall: number };
+const REAL_CLOCKS: LeaseClocks = { monotonic: () => performance.now(), wall: () => Date.now() };
+
+/** Whether a mark asked for at `asked` is still trusted at `now`: by both clocks, less than the lease has passed (and time has not gone back). */
+function leaseHolds(asked: LeaseTimes | null, now: LeaseTimes): boolean {
+  if (!asked) return false;
+  const monotonic = now.monotonic - asked.monotonic;
+  const wall = now.wall - asked.wall;
+  return monotonic >= 0 && monotonic < REVOCATION_MARK_LEASE_MS && wall >= 0 && wall < REVOCATION_MARK_LEASE_MS;
+}
+
 /**
  * The writer's check that the keys of a round are still active, right before it stores their events
  * (authentication may have used a key found active seconds ago). A key found active stays trusted until
@@ -130,20 +149,21 @@ async function markRevocation(c: Collections): Promise<void> {
 export class ActiveKeys {
   private known = new Map<string, { org_id: string }>();
   private mark: string | null | undefined;
-  /** When the mark in hand was asked for (performance.now(), before the read was sent); -Infinity: ask again. */
-  private markAskedAt = -Infinity;
+  /** When the mark in hand was asked for, by each clock (before the read was sent); null: ask again. */
+  private markAsked: LeaseTimes | null = null;
 
   constructor(
-    private readonly keys: ApiKeyRepository,
-    private readonly now: () => number = () => performance.now(),
+    private readonly keys: Pick<ApiKeyRepository, 'revocationMark' | 'activeAmong'>,
+    /** Real time only (tests of the lease give their own): never the service's injected Clock, which tests hold still. */
+    private readonly clocks: LeaseClocks = REAL_CLOCKS,
   ) {}
 
   /** The active keys among `hashes`, with their organizations. */
   async among(hashes: readonly string[]): Promise<Map<string, { org_id: string }>> {
-    const asked = this.now();
-    if (asked - this.markAskedAt >= REVOCATION_MARK_LEASE_MS || this.mark === undefined) {
+    const asked = { monotonic: this.clocks.monotonic(), wall: this.clocks.wall() };
+    if (this.mark === undefined || !leaseHolds(this.markAsked, asked)) {
       const read = await this.keys.revocationMark();
-      this.markAskedAt = asked;
+      this.markAsked = asked;
       if (read !== this.mark) {
         this.known = new Map();
         this.mark = read;
@@ -153,8 +173,8 @@ export class ActiveKeys {
     const unknown = hashes.filter((hash) => !this.known.has(hash));
     if (unknown.length > 0) {
       const found = await this.keys.activeAmong(unknown);
-      // Trusted only if no revocation happened while they were read.
-      if ((await this.keys.revocationMark()) === mark) for (const [hash, key] of found) this.known.set(hash, key);
+      // Trusted only if no revocation happened while they were read (nor meanwhile in another call's read).
+      if ((await this.keys.revocationMark()) === mark && this.mark === mark) for (const [hash, key] of found) this.known.set(hash, key);
       else this.mark = undefined;
       const result = new Map<string, { org_id: string }>();
       for (const hash of hashes) {

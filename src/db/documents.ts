@@ -78,7 +78,8 @@ export interface ApiKeyDoc {
  */
 /**
  * One document (`_id: 'keys'`) whose `mark` changes whenever a key is revoked: the writer re-checks the
- * keys of a round only when it changed (src/db/apiKeyRepository.ts, `ActiveKeys`). Set, never
+ * keys of a round only when it changed, and reads it at most every 250 ms (a revocation waits that out
+ * before it answers: src/db/apiKeyRepository.ts, `ActiveKeys`). Set, never
  * incremented: FerretDB may lose one of two concurrent updates, and either new value is a change.
  */
 export interface RevocationMarkDoc {

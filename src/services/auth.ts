@@ -5,8 +5,9 @@
  * Reads look the key up on every request (concurrent requests with one key share the query).
  * Writes may use a key that was found active in the last minute (the answer says so: `fresh: false`),
  * and only event writes accept that (trpc/init.ts, `keyCheckedAtCommit`): the group-commit writer checks
- * every key of a batch again, in one query, right before storing, so a revoked key never stores an
- * event, yet a busy ingest path does not pay one lookup per request. Every other mutation looks the key up.
+ * every key of a round again right before storing it (db/apiKeyRepository.ts, `ActiveKeys`), so a key
+ * revoked before the round began stores no event, yet a busy ingest path does not pay one lookup per
+ * request. Every other mutation looks the key up.
  */
 import type { Logger } from 'pino';
 import { bearerToken, hashApiKey, looksLikeApiKey, type Scope, scopesOf } from '../domain/apiKey';
