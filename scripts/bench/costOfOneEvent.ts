@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { MongoClient } from 'mongodb';
 import { BATCH_SIZE, loadBatches } from './batchIngest';
 import { CONNECTIONS, loadWithCpu, ROOT, SECONDS, serviceWithKey, singleEventRequests, startProcess, stop, withBaseline } from './common';
-import { rawInsert } from './rawInsert';
+import { rawInsert, rawInserter } from './rawInsert';
 
 /** Seconds of the same load before each measured one (BENCH_WARM_SECONDS). */
 const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 10);
@@ -47,9 +47,11 @@ export interface CostPair {
    * of this checkout's event request (not of the earlier commit's, whose rate is lower).
    */
   helloAtRateCpuMs: number;
-  /** Raw insertMany, docs/s: batches of CONNECTIONS (what single events' rounds hold) and of BATCH_SIZE. */
+  /** Raw insertMany, docs/s: batches of CONNECTIONS (what single events' rounds hold) and of BATCH_SIZE, each measured at the pair's start. */
   raw50: number;
   raw100: number;
+  /** Raw insertMany of BATCH_SIZE measured in turns with the services' batches (ABBA, the raw turn first or last): the batches' limit. */
+  raw100Turns: number;
   now: ServiceSide;
   before: ServiceSide | null;
 }
@@ -66,8 +68,9 @@ const tally = (): Tally => ({ ok: 0, seconds: 0, cpuMs: 0 });
  * running at once, idle but for the load of their turn: warmed up, then measured in turns of
  * SECONDS / SLICES, single events and then batches of 100.
  */
-async function serviceSides(uri: string, dbName: string, dirs: { now: string; before: string | null }, pair: number): Promise<{ now: ServiceSide; before: ServiceSide | null }> {
+async function serviceSides(uri: string, dbName: string, dirs: { now: string; before: string | null }, pair: number, client: MongoClient): Promise<{ now: ServiceSide; before: ServiceSide | null; raw100Turns: number }> {
   const sides = [await serviceWithKey(uri, `${dbName}_now`, dirs.now), ...(dirs.before ? [await serviceWithKey(uri, `${dbName}_before`, dirs.before)] : [])];
+  const raw = await rawInserter(client, `${dbName}_turns`, BATCH_SIZE, true);
   try {
     const single = (side: (typeof sides)[number], seconds: number) => loadWithCpu(side.service.child.pid ?? 0, { url: side.service.url, headers: side.headers, requests: singleEventRequests(), duration: seconds });
     const batches = async (side: (typeof sides)[number], seconds: number) => {
@@ -82,6 +85,9 @@ async function serviceSides(uri: string, dbName: string, dirs: { now: string; be
       for (let slice = 0; slice < SLICES; slice++) {
         // ABBA…, starting with the other side in every other pair.
         const order = (slice + pair) % 2 === 0 ? sides.map((_, i) => i) : sides.map((_, i) => i).reverse();
+        // The batches' limit, raw insertMany of as many, in the same turns: first, then last, in turn.
+        const rawFirst = kind === 'batch' && slice % 2 === 0;
+        if (rawFirst) await raw.run(SECONDS / SLICES);
         for (const i of order) {
           const side = sides[i] as (typeof sides)[number];
           const result = await drive(side, SECONDS / SLICES);
@@ -91,6 +97,7 @@ async function serviceSides(uri: string, dbName: string, dirs: { now: string; be
           t.seconds += SECONDS / SLICES;
           t.cpuMs += result.cpuMsPerRequest * Math.max(1, result.ok);
         }
+        if (kind === 'batch' && !rawFirst) await raw.run(SECONDS / SLICES);
       }
     }
     const sideOf = (m: (typeof measured)[number]): ServiceSide => ({
@@ -99,9 +106,10 @@ async function serviceSides(uri: string, dbName: string, dirs: { now: string; be
       batch: m.batch.ok / m.batch.seconds,
       batchCpuMs: m.batch.cpuMs / Math.max(1, m.batch.ok),
     });
-    return { now: sideOf(measured[0] as (typeof measured)[number]), before: measured[1] ? sideOf(measured[1]) : null };
+    return { now: sideOf(measured[0] as (typeof measured)[number]), before: measured[1] ? sideOf(measured[1]) : null, raw100Turns: raw.perSecond() };
   } finally {
     for (const side of sides) await side.close();
+    await raw.close();
   }
 }
 
@@ -128,11 +136,11 @@ export async function measureCostPairs(uri: string, dbName: string, pairs: numbe
     for (let i = 0; i < pairs; i++) {
       const raw50 = await rawInsert(client, `${dbName}_${i}`, CONNECTIONS, true);
       const raw100 = await rawInsert(client, `${dbName}_${i}`, BATCH_SIZE, true);
-      const { now, before: earlier } = await serviceSides(uri, `${dbName}_${i}`, { now: nowDir, before }, i);
+      const { now, before: earlier, raw100Turns } = await serviceSides(uri, `${dbName}_${i}`, { now: nowDir, before }, i, client);
       const { saturated: helloCpuMs, atRate: helloAtRateCpuMs } = await hello(now.single);
-      const pair: CostPair = { helloCpuMs, helloAtRateCpuMs, raw50, raw100, now, before: earlier };
+      const pair: CostPair = { helloCpuMs, helloAtRateCpuMs, raw50, raw100, raw100Turns, now, before: earlier };
       out.push(pair);
-      log(`cost pair ${i + 1}: hello ${helloCpuMs.toFixed(3)} ms/req (${helloAtRateCpuMs.toFixed(3)} at ${now.single.toFixed(0)}/s); raw ${raw50.toFixed(0)} / ${raw100.toFixed(0)} docs/s; ` +
+      log(`cost pair ${i + 1}: hello ${helloCpuMs.toFixed(3)} ms/req (${helloAtRateCpuMs.toFixed(3)} at ${now.single.toFixed(0)}/s); raw ${raw50.toFixed(0)} / ${raw100.toFixed(0)} docs/s (100 in turns: ${raw100Turns.toFixed(0)}); ` +
         `single ${cell(pair, (s) => s.single, 0)} events/s, CPU ${cell(pair, (s) => s.singleCpuMs, 3)} ms; ` +
         `batches ${cell(pair, (s) => s.batch, 0)} events/s, CPU ${cell(pair, (s) => s.batchCpuMs, 3)} ms`);
     }
@@ -173,7 +181,7 @@ export function costFigures(pairs: CostPair[]): { singleVsRaw: number; batchVsRa
   const withBefore = pairs.filter((p) => p.before !== null);
   return {
     singleVsRaw: median(pairs.map((p) => p.now.single / p.raw50)),
-    batchVsRaw: median(pairs.map((p) => p.now.batch / p.raw100)),
+    batchVsRaw: median(pairs.map((p) => p.now.batch / p.raw100Turns)),
     cpuVsHello: median(pairs.map((p) => p.now.singleCpuMs / p.helloCpuMs)),
     cpuVsHelloAtRate: median(pairs.map((p) => p.now.singleCpuMs / p.helloAtRateCpuMs)),
     cpuVsBefore: withBefore.length ? median(withBefore.map((p) => p.now.singleCpuMs / (p.before as ServiceSide).singleCpuMs)) : null,
@@ -190,12 +198,13 @@ export function costLines(pairs: CostPair[]): string[] {
     `The cost of one event (issue 39): ${pairs.length} pairs, ${SECONDS} s per load after ${WARM_UP_SECONDS} s of the same load (hello-world included), ${CONNECTIONS} connections for single events, 8 for batches of ${BATCH_SIZE}; ` +
       `the two services (${BEFORE_LABEL} → this checkout, where shown) run at once, each on a fresh database, and are loaded in turns of ${SECONDS / SLICES} s (ABBA). CPU: the server process's, per event (hello-world: per request).`,
     '',
-    `| pair | hello-world CPU, ms (at the single events' rate) | raw insertMany, docs/s (50 / ${BATCH_SIZE} per call) | single events/s | CPU per single event, ms | batch events/s | CPU per batched event, ms |`,
+    `| pair | hello-world CPU, ms (at the single events' rate) | raw insertMany, docs/s (50 / ${BATCH_SIZE} per call at the pair's start; ${BATCH_SIZE} in turns with the batches) | single events/s | CPU per single event, ms | batch events/s | CPU per batched event, ms |`,
     '|---|---|---|---|---|---|---|',
-    ...pairs.map((p, i) => `| ${i + 1} | ${p.helloCpuMs.toFixed(3)} (${p.helloAtRateCpuMs.toFixed(3)}) | ${p.raw50.toFixed(0)} / ${p.raw100.toFixed(0)} | ${cell(p, (s) => s.single, 0)} | ${cell(p, (s) => s.singleCpuMs, 3)} | ${cell(p, (s) => s.batch, 0)} | ${cell(p, (s) => s.batchCpuMs, 3)} |`),
+    ...pairs.map((p, i) => `| ${i + 1} | ${p.helloCpuMs.toFixed(3)} (${p.helloAtRateCpuMs.toFixed(3)}) | ${p.raw50.toFixed(0)} / ${p.raw100.toFixed(0)}; ${p.raw100Turns.toFixed(0)} | ${cell(p, (s) => s.single, 0)} | ${cell(p, (s) => s.singleCpuMs, 3)} | ${cell(p, (s) => s.batch, 0)} | ${cell(p, (s) => s.batchCpuMs, 3)} |`),
     '',
     `- single events against raw insertMany of 50: ${ratios((p) => p.now.single / p.raw50, pct)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).single / p.raw50, pct)}` : ''}`,
-    `- batches of ${BATCH_SIZE} against raw insertMany of ${BATCH_SIZE}: ${ratios((p) => p.now.batch / p.raw100, pct)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).batch / p.raw100, pct)}` : ''}`,
+    `- batches of ${BATCH_SIZE} against raw insertMany of ${BATCH_SIZE} in the same turns: ${ratios((p) => p.now.batch / p.raw100Turns, pct)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).batch / p.raw100Turns, pct)}` : ''}`,
+    `- the same against raw insertMany of ${BATCH_SIZE} measured once at the pair's start (the figure before 2026-11-29's fourth session): ${ratios((p) => p.now.batch / p.raw100, pct)}`,
     `- CPU per single event against a hello-world request: ${ratios((p) => p.now.singleCpuMs / p.helloCpuMs, times)}${pairs.every((p) => p.before) ? `; before: ${ratios((p) => (p.before as ServiceSide).singleCpuMs / p.helloCpuMs, times)}` : ''}`,
     `- the same against a hello-world request at this checkout's single events' rate: ${ratios((p) => p.now.singleCpuMs / p.helloAtRateCpuMs, times)}${pairs.every((p) => p.before) ? `; before, against the same (not at its own, lower, rate): ${ratios((p) => (p.before as ServiceSide).singleCpuMs / p.helloAtRateCpuMs, times)}` : ''}`,
     ...(f.cpuVsBefore === null ? [] : [

@@ -18,21 +18,36 @@ export function eventDoc(tenant: string, seq: number) {
 
 /**
  * Raw driver insertMany, one batch in flight, the way the group-commit writer writes, into a
- * collection with the service's indexes (`withIndexes`) or with only the unique sequence index; docs/s.
+ * collection with the service's indexes (`withIndexes`) or with only the unique sequence index, in
+ * turns of a given length (`run`, docs/s over all turns so far): measured in turns between the
+ * service's own loads, it meets the same drift of a shared machine.
  */
-export async function rawInsert(client: MongoClient, dbName: string, batch: number, withIndexes: boolean): Promise<number> {
+export async function rawInserter(client: MongoClient, dbName: string, batch: number, withIndexes: boolean) {
   const db = client.db(`${dbName}_raw${withIndexes ? 'idx' : ''}`);
   const events = db.collection<ReturnType<typeof eventDoc>>('events');
   if (withIndexes) await ensureIndexes(collections(db));
   else await events.createIndexes([{ key: { tenant: 1, seq: 1 }, name: 'tenant_seq', unique: true }]);
   let seq = 0;
-  const until = Date.now() + SECONDS * 1000;
-  const started = Date.now();
-  while (Date.now() < until) {
-    const docs = Array.from({ length: batch }, () => eventDoc('raw', ++seq));
-    await events.insertMany(docs, { ordered: true, writeConcern: { w: 'majority', j: true } });
-  }
-  const perSecond = seq / ((Date.now() - started) / 1000);
-  await db.dropDatabase();
-  return perSecond;
+  let ms = 0;
+  return {
+    async run(seconds: number): Promise<void> {
+      const started = Date.now();
+      const until = started + seconds * 1000;
+      while (Date.now() < until) {
+        const docs = Array.from({ length: batch }, () => eventDoc('raw', ++seq));
+        await events.insertMany(docs, { ordered: true, writeConcern: { w: 'majority', j: true } });
+      }
+      ms += Date.now() - started;
+    },
+    perSecond: (): number => seq / Math.max(1e-9, ms / 1000),
+    close: () => db.dropDatabase(),
+  };
+}
+
+/** The same for SECONDS at once; docs/s. */
+export async function rawInsert(client: MongoClient, dbName: string, batch: number, withIndexes: boolean): Promise<number> {
+  const inserter = await rawInserter(client, dbName, batch, withIndexes);
+  await inserter.run(SECONDS);
+  await inserter.close();
+  return inserter.perSecond();
 }
