@@ -8,7 +8,7 @@ import { ConfigError } from './config/env';
 
 export type LogFormat = 'json' | 'pretty';
 
-/** The longest a JSON log line waits in the process before it is written (ms). */
+/** How often JSON log lines that wait are written (ms), fewer than 4 KiB of them or not. */
 export const LOG_FLUSH_MS = 250;
 
 /**
