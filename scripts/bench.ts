@@ -68,21 +68,17 @@ async function main(): Promise<void> {
   const database = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion} (PostgreSQL backend), wire version ${info.version}` : `MongoDB ${info.version}`;
   console.log(`database: ${database}; ${SECONDS}s per load, ${CONNECTIONS} connections`);
   const costPairs = Number(process.env.BENCH_COST_PAIRS ?? 3);
-  if (process.env.BENCH_ONLY === 'cost') {
-    // Only the cost of one event's pairs (issue 39): a few minutes instead of the whole run.
-    const pairs = await measureCostPairs(uri, `${dbName}_cost`, costPairs);
-    const lines = [await runHeading(uri, '`BENCH_ONLY=cost npm run bench`'), '', ...costLines(pairs)];
-    recordBenchmark(lines);
-    console.log(`\n${lines.join('\n')}`);
-    await client.close();
-    await memoryServer?.stop();
-    return;
-  }
-
-  if (process.env.BENCH_ONLY === 'warmup') {
-    // How the CPU per event falls while V8 compiles a fresh process's hot code (issue 39).
-    const result = await measureWarmUp(uri, `${dbName}_warmup`, Number(process.env.BENCH_WARMUP_WINDOWS ?? 9));
-    const lines = [await runHeading(uri, '`BENCH_ONLY=warmup npm run bench`'), '', ...warmUpLines(result)];
+  // One measurement alone, a few minutes instead of the whole run (issue 39): the cost of one event's
+  // pairs, or how the CPU per event falls while V8 compiles a fresh process's hot code.
+  const databaseUri = uri;
+  const alone: Record<string, () => Promise<string[]>> = {
+    cost: async () => costLines(await measureCostPairs(databaseUri, `${dbName}_cost`, costPairs)),
+    warmup: async () => warmUpLines(await measureWarmUp(databaseUri, `${dbName}_warmup`, Number(process.env.BENCH_WARMUP_WINDOWS ?? 9))),
+  };
+  const only = process.env.BENCH_ONLY;
+  const measureAlone = only === undefined ? undefined : alone[only];
+  if (measureAlone) {
+    const lines = [await runHeading(uri, `\`BENCH_ONLY=${only} npm run bench\``), '', ...(await measureAlone())];
     recordBenchmark(lines);
     console.log(`\n${lines.join('\n')}`);
     await client.close();

@@ -161,10 +161,10 @@ export function rssOf(pid: number): number {
   return kb * 1024;
 }
 
-/** Seconds of CPU (user + system) a process has used, from /proc: utime and stime, in clock ticks. */
+/** Seconds of CPU (user + system) a process (or one of its threads) has used, from /proc: utime and stime, in clock ticks. */
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-export function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+export function cpuSecondsOf(pid: number, thread?: number): number {
+  const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;

@@ -6,8 +6,8 @@
  * of the last three windows, for the multiple a long-running process pays. The cost pairs (costOfOneEvent.ts)
  * measure from 10 s of load on, in turns of 2.5 s: this says how far that is from the settled figure.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { CONNECTIONS, loadWithCpu, SECONDS, serviceWithKey, singleEventRequests, startProcess, stop } from './common';
+import { readdirSync } from 'node:fs';
+import { CONNECTIONS, cpuSecondsOf, loadWithCpu, SECONDS, serviceWithKey, singleEventRequests, startProcess, stop } from './common';
 
 const HELLO_WARM_UP_SECONDS = 30;
 
@@ -20,17 +20,15 @@ export interface WarmUpWindow {
   otherThreads: number;
 }
 
-/** CPU clock ticks of a process's main thread and of its other threads, from /proc. */
-function threadTicks(pid: number): { main: number; others: number } {
+/** CPU seconds of a process's main thread and of its other threads. */
+function threadSeconds(pid: number): { main: number; others: number } {
   let main = 0;
   let others = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
+  for (const thread of readdirSync(`/proc/${pid}/task`).map(Number)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ticks = Number(fields[11]) + Number(fields[12]);
-      if (Number(task) === pid) main += ticks;
-      else others += ticks;
+      const seconds = cpuSecondsOf(pid, thread);
+      if (thread === pid) main += seconds;
+      else others += seconds;
     } catch {
       // a thread that ended meanwhile
     }
@@ -44,10 +42,10 @@ export async function measureWarmUp(uri: string, dbName: string, windows: number
   const out: WarmUpWindow[] = [];
   try {
     for (let w = 0; w < windows; w++) {
-      const before = threadTicks(pid);
+      const before = threadSeconds(pid);
       const load = await loadWithCpu(pid, { url: side.service.url, headers: side.headers, requests: singleEventRequests(), connections: CONNECTIONS, duration: SECONDS });
       if (load.non2xx + load.errors > 0) throw new Error(`the load got errors (${load.non2xx} non-2xx, ${load.errors} errors)`);
-      const after = threadTicks(pid);
+      const after = threadSeconds(pid);
       const others = after.others - before.others;
       out.push({ after: w * SECONDS, eventsPerSecond: load.ok / SECONDS, cpuMsPerEvent: load.cpuMsPerRequest, otherThreads: others / Math.max(1, others + after.main - before.main) });
     }
@@ -81,7 +79,7 @@ export function warmUpLines(result: Awaited<ReturnType<typeof measureWarmUp>>): 
     ...result.windows.map((w) => `| ${w.after} | ${w.eventsPerSecond.toFixed(0)} | ${w.cpuMsPerEvent.toFixed(3)} | ${(w.otherThreads * 100).toFixed(0)}% |`),
     '',
     `- settled (the last ${settled.length} windows): ${settledCpu.toFixed(3)} ms per event, ${(settledCpu / Math.max(1e-9, result.helloCpuMs)).toFixed(1)}× a hello-world request at the same rate after ${HELLO_WARM_UP_SECONDS} s of all the load it takes (${result.helloCpuMs.toFixed(3)} ms)`,
-    `- from 10 s to 30 s of load (where the cost pairs measure): ${(early.reduce((sum, w) => sum + w.cpuMsPerEvent, 0) / Math.max(1, early.length)).toFixed(3)} ms per event`,
+    ...(early.length === 0 ? [] : [`- from 10 s to 30 s of load (where the cost pairs measure): ${(early.reduce((sum, w) => sum + w.cpuMsPerEvent, 0) / early.length).toFixed(3)} ms per event`]),
     '',
   ];
 }

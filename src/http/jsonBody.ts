@@ -41,8 +41,8 @@ function formatBytes(bytes: number): string {
 }
 
 /** Whether the body is compressed: a Content-Encoding other than identity (co-body inflates gzip, deflate and br). */
-export function isCompressed(ctx: ParameterizedContext<AppState>): boolean {
-  const encoding = ctx.get('content-encoding');
+export function isCompressed(ctx: Pick<ParameterizedContext<AppState>, 'req'>): boolean {
+  const encoding = ctx.req.headers['content-encoding'] ?? '';
   return encoding !== '' && encoding.toLowerCase() !== 'identity';
 }
 
@@ -93,9 +93,7 @@ async function readText(ctx: ParameterizedContext<AppState>, limit: number): Pro
  */
 export function bodyAtHand(req: IncomingMessage, limit: number): string | null {
   const length = req.headers['content-length'];
-  if (req.readableDidRead || req.readableEncoding !== null || length === undefined || !/^[0-9]+$/.test(length)) return null;
-  const coding = req.headers['content-encoding'];
-  if (coding !== undefined && coding.toLowerCase() !== 'identity') return null;
+  if (req.readableDidRead || req.readableEncoding !== null || length === undefined || !/^[0-9]+$/.test(length) || isCompressed({ req })) return null;
   const bytes = Number(length);
   if (bytes > limit || req.readableLength !== bytes) return null;
   if (bytes === 0) return '';
